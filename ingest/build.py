@@ -1,0 +1,86 @@
+"""Turn a parser's field dict into a validated canonical record with its deterministic id."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from pydantic import ValidationError
+
+from pathwatch.contract.ids import measurement_id, path_fingerprint
+from pathwatch.contract.records import Hop, Latency, Throughput, Trace
+
+from .context import Context
+from .errors import ParseError
+
+# Fields besides kind/path/time/tool that tell two measurements apart.
+_ID_EXTRAS = {
+    "throughput": ("protocol",),
+    "latency": ("one_way",),
+    "trace": ("protocol", "measurement_id", "probe_id"),
+}
+_TYPES = {"throughput": Throughput, "latency": Latency, "trace": Trace}
+
+
+def ip_version(*addresses: str | None) -> int | None:
+    """4 or 6 from the first literal IP address among ``addresses``; None for names.
+
+    >>> ip_version("example.org", "2001:db8::1")
+    6
+    """
+    for address in addresses:
+        if not address:
+            continue
+        try:
+            return ipaddress.ip_address(address.strip("[]")).version
+        except ValueError:
+            continue
+    return None
+
+
+def _validation_error(error: ValidationError) -> ParseError:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return ParseError(field, f"{first['msg']} (got {first.get('input')!r})")
+
+
+def record(kind: str, ctx: Context, fields: dict[str, Any]) -> Throughput | Latency | Trace:
+    """Validate ``fields`` as a ``kind`` record; fills id, format, collected_at and ip_version.
+
+    Raises ParseError naming the first field that breaks the contract.
+    """
+    fields.setdefault("format", ctx.format)
+    if ctx.collected_at and "collected_at" not in fields:
+        fields["collected_at"] = ctx.collected_at
+    if fields.get("ip_version") is None:
+        fields["ip_version"] = ip_version(
+            fields.get("source_ip"), fields.get("destination_ip"), fields.get("source"), fields.get("destination")
+        )
+    if fields.get("time") is None:
+        raise ParseError("time", "the payload carries no test time and the envelope has no collected_at")
+    extras = [fields.get(name) for name in _ID_EXTRAS[kind]]
+    fields["id"] = measurement_id(
+        kind, fields.get("source"), fields.get("destination"), fields["time"], fields.get("tool", ""), *extras
+    )
+    try:
+        return _TYPES[kind].model_validate(fields)
+    except ValidationError as error:
+        raise _validation_error(error) from None
+
+
+def trace_record(ctx: Context, fields: dict[str, Any], hops: list[dict[str, Any]]) -> Trace:
+    """A trace record from hop dicts: derives hop_count, path_id, as_path_id and (if unset) reached."""
+    responding = [hop["ip"] for hop in hops if hop.get("ip")]
+    asns: list[int] = []
+    for hop in hops:
+        asn = hop.get("asn")
+        if asn is not None and (not asns or asns[-1] != asn):
+            asns.append(asn)
+    fields["hops"] = hops
+    fields["hop_count"] = len(hops)
+    fields["path_id"] = path_fingerprint(responding)
+    fields["as_path_id"] = path_fingerprint(asns) if asns else None
+    if "reached" not in fields:
+        target = fields.get("destination_ip") or fields.get("destination")
+        fields["reached"] = bool(responding) and target is not None and responding[-1] == target if target else None
+    return record("trace", ctx, fields)

@@ -1,0 +1,115 @@
+"""Typed look-ups into decoded JSON that raise :class:`ParseError` naming the field.
+
+Parsers use these instead of ``obj["key"]`` so that mutated or truncated input fails with
+the project's own error, never a ``KeyError`` or ``TypeError``.
+
+>>> need({"a": {"b": 2}}, "a", dict, "")["b"]
+2
+>>> number({"rtt": "x"}, "rtt", "hop")
+Traceback (most recent call last):
+...
+pathwatch.ingest.errors.ParseError: hop.rtt: expected a number, got str
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import ParseError
+
+_MISSING = object()
+_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer"}
+
+
+def join(where: str, key: str | int) -> str:
+    """Dotted path of ``key`` inside ``where``: ``join("end", "sum")`` is ``"end.sum"``."""
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def check(value: Any, kind: type | tuple[type, ...], field: str) -> Any:
+    """``value`` if it is a ``kind`` (bools are never integers), else a ParseError."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ParseError(field, f"expected {_type_name(kind)}, got bool")
+    if not isinstance(value, kinds):
+        raise ParseError(field, f"expected {_type_name(kind)}, got {type(value).__name__}")
+    return value
+
+
+def obj(value: Any, field: str) -> dict:
+    """``value`` as a JSON object."""
+    return check(value, dict, field)
+
+
+def need(container: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """Required ``container[key]`` of type ``kind``."""
+    field = join(where, key)
+    if not isinstance(container, dict):
+        raise ParseError(where or None, f"expected an object, got {type(container).__name__}")
+    value = container.get(key, _MISSING)
+    if value is _MISSING or value is None:
+        raise ParseError(field, "missing")
+    return check(value, kind, field)
+
+
+def opt(container: dict, key: str, kind: type | tuple[type, ...], where: str, default: Any = None) -> Any:
+    """Optional ``container[key]``: ``default`` when absent or null, else checked like :func:`need`."""
+    value = container.get(key)
+    if value is None:
+        return default
+    return check(value, kind, join(where, key))
+
+
+def _finite(value: Any, field: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(field, f"expected a number, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParseError(field, f"expected a finite number, got {value}")
+    return value
+
+
+def number(container: Any, key: str, where: str, *, required: bool = True, minimum: float | None = None) -> Any:
+    """A finite int or float at ``container[key]``; ``None`` when optional and absent."""
+    field = join(where, key)
+    if not isinstance(container, dict):
+        raise ParseError(where or None, f"expected an object, got {type(container).__name__}")
+    value = container.get(key)
+    if value is None:
+        if required:
+            raise ParseError(field, "missing")
+        return None
+    value = _finite(value, field)
+    if minimum is not None and value < minimum:
+        raise ParseError(field, f"must be >= {minimum:g}, got {value}")
+    return value
+
+
+def integer(container: Any, key: str, where: str, *, required: bool = True, minimum: int | None = 0) -> int | None:
+    """A whole number (an integral float such as ``3.0`` is accepted) at ``container[key]``."""
+    value = number(container, key, where, required=required, minimum=minimum)
+    if value is None:
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ParseError(join(where, key), f"expected an integer, got {value}")
+        value = int(value)
+    return value
+
+
+def text_number(text: str, field: str, kind: type = float) -> Any:
+    """Parse a number out of tool text, as ParseError on failure: ``text_number("1.5", "rtt")``."""
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise ParseError(field, f"expected a number, got {text!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParseError(field, f"expected a finite number, got {text!r}")
+    return value

@@ -1,0 +1,29 @@
+"""Delay statistics shared by the latency parsers (owping raw packets, ping replies)."""
+
+from __future__ import annotations
+
+import statistics
+
+
+def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
+    """min/median/mean/p95/max of delays and jitter as p95 - median (owping's definition).
+
+    >>> delay_stats([1.0, 2.0, 3.0, 4.0])["delay_median_ms"]
+    2.5
+    >>> delay_stats([])["delay_min_ms"] is None
+    True
+    """
+    if not delays_ms:
+        return dict.fromkeys(
+            ("delay_min_ms", "delay_median_ms", "delay_mean_ms", "delay_p95_ms", "delay_max_ms", "jitter_ms")
+        )
+    median = statistics.median(delays_ms)
+    p95 = statistics.quantiles(delays_ms, n=20, method="inclusive")[18] if len(delays_ms) > 1 else delays_ms[0]
+    return {
+        "delay_min_ms": min(delays_ms),
+        "delay_median_ms": median,
+        "delay_mean_ms": statistics.fmean(delays_ms),
+        "delay_p95_ms": p95,
+        "delay_max_ms": max(delays_ms),
+        "jitter_ms": max(0.0, p95 - median),
+    }
