@@ -38,6 +38,22 @@ def ip_version(*addresses: str | None) -> int | None:
     return None
 
 
+def same_address(first: str | None, second: str | None) -> bool:
+    """True when two strings name the same IP address (``2001:db8::1`` == ``2001:db8:0:0:0:0:0:1``).
+
+    >>> same_address("2001:db8::1", "2001:db8:0:0:0:0:0:1"), same_address("a.example", "a.example")
+    (True, True)
+    """
+    if not first or not second:
+        return False
+    if first == second:
+        return True
+    try:
+        return ipaddress.ip_address(first.strip("[]")) == ipaddress.ip_address(second.strip("[]"))
+    except ValueError:
+        return False
+
+
 def _validation_error(error: ValidationError) -> ParseError:
     first = error.errors()[0]
     field = ".".join(str(part) for part in first["loc"])
@@ -81,6 +97,6 @@ def trace_record(ctx: Context, fields: dict[str, Any], hops: list[dict[str, Any]
     fields["path_id"] = path_fingerprint(responding)
     fields["as_path_id"] = path_fingerprint(asns) if asns else None
     if "reached" not in fields:
-        target = fields.get("destination_ip") or fields.get("destination")
-        fields["reached"] = bool(responding) and target is not None and responding[-1] == target if target else None
+        target = fields.get("destination_ip") or (fields.get("destination") if ip_version(fields.get("destination")) else None)
+        fields["reached"] = same_address(responding[-1], target) if target and responding else (False if target else None)
     return record("trace", ctx, fields)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from pathwatch.contract import timefmt
+from pathwatch.contract.envelope import RawEnvelope
 
 from . import registry
 from .context import Context
 from .errors import ParseError
-from .fields import check
-
-ENVELOPE_KEYS = frozenset({"format", "source", "destination", "collected_at", "payload", "meta"})
 
 
 def is_envelope(value: Any) -> bool:
@@ -24,26 +24,19 @@ def is_envelope(value: Any) -> bool:
 
 
 def open_envelope(value: dict) -> tuple[registry.Format, Any, Context]:
-    """Validate an envelope and return its format, payload and parser context."""
-    unknown = sorted(set(value) - ENVELOPE_KEYS)
-    if unknown:
-        raise ParseError(unknown[0], f"unknown envelope field; allowed: {', '.join(sorted(ENVELOPE_KEYS))}")
-    fmt = registry.get(check(value["format"], str, "format"))
-    endpoints = {}
-    for key in ("source", "destination"):
-        name = value.get(key)
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ParseError(key, "must be a non-empty string when present")
-        endpoints[key] = name
-    collected_at = value.get("collected_at")
+    """Validate an envelope against its contract and return its format, payload and parser context."""
+    try:
+        envelope = RawEnvelope.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"][:1]) or None
+        reason = "unknown envelope field" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ParseError(field, reason) from None
+    fmt = registry.get(envelope.format)
+    collected_at = envelope.collected_at
     if collected_at is not None:
-        check(collected_at, str, "collected_at")
         try:
             collected_at = timefmt.normalize(collected_at)
         except ValueError as error:
             raise ParseError("collected_at", f"not an RFC 3339 time with zone: {error}") from None
-    meta = value.get("meta")
-    if meta is not None:
-        check(meta, dict, "meta")
-    ctx = Context(fmt.name, endpoints["source"], endpoints["destination"], collected_at)
-    return fmt, value["payload"], ctx
+    return fmt, envelope.payload, Context(fmt.name, envelope.source, envelope.destination, collected_at)

@@ -42,23 +42,29 @@ class Outcome:
     error: ParseError | None = None
 
 
+def resolve(value: Any, defaults: Defaults = Defaults()) -> tuple[registry.Format, Any, Context]:
+    """(format, payload, context) of one decoded envelope or bare payload; raises ParseError."""
+    if is_envelope(value):
+        return open_envelope(value)
+    fmt = registry.get(defaults.format) if defaults.format else registry.detect(value)
+    return fmt, value, Context(fmt.name, defaults.source, defaults.destination, defaults.collected_at)
+
+
 def parse_value(value: Any, defaults: Defaults = Defaults()) -> tuple[str, list]:
     """(format name, records) for one decoded envelope or bare payload; raises ParseError."""
-    if is_envelope(value):
-        fmt, payload, ctx = open_envelope(value)
-    else:
-        fmt = registry.get(defaults.format) if defaults.format else registry.detect(value)
-        payload = value
-        ctx = Context(fmt.name, defaults.source, defaults.destination, defaults.collected_at)
+    fmt, payload, ctx = resolve(value, defaults)
     return fmt.name, registry.parse_payload(fmt, payload, ctx)
 
 
 def parse_item(item: Item, defaults: Defaults = Defaults()) -> Outcome:
-    """Parse one item; never raises for bad input (the Outcome carries the error)."""
+    """Parse one item; never raises for bad input (the Outcome carries the error and, if known, the format)."""
     if item.error is not None:
         return Outcome(item, error=item.error)
     try:
-        name, records = parse_value(item.value, defaults)
+        fmt, payload, ctx = resolve(item.value, defaults)
     except ParseError as error:
         return Outcome(item, error=error)
-    return Outcome(item, name, records)
+    try:
+        return Outcome(item, fmt.name, registry.parse_payload(fmt, payload, ctx))
+    except ParseError as error:
+        return Outcome(item, fmt.name, error=error)

@@ -27,3 +27,36 @@ def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
         "delay_max_ms": max(delays_ms),
         "jitter_ms": max(0.0, p95 - median),
     }
+
+
+def histogram_stats(histogram: dict[float, int]) -> dict[str, float | None]:
+    """The same statistics from a delay histogram {bucket_ms: count}, as pscheduler reports latency.
+
+    Quantiles are the bucket holding that rank (nearest rank), so they are exact to the bucket width.
+
+    >>> histogram_stats({1.0: 2, 2.0: 1, 10.0: 1})["delay_median_ms"]
+    1.5
+    """
+    buckets = sorted((value, count) for value, count in histogram.items() if count > 0)
+    total = sum(count for _, count in buckets)
+    if not total:
+        return delay_stats([])
+
+    def rank(position: int) -> float:  # value of the position-th smallest sample, 1-based
+        seen = 0
+        for value, count in buckets:
+            seen += count
+            if seen >= position:
+                return value
+        return buckets[-1][0]
+
+    median = rank((total + 1) // 2) if total % 2 else (rank(total // 2) + rank(total // 2 + 1)) / 2
+    p95 = rank(max(1, -(-95 * total // 100)))
+    return {
+        "delay_min_ms": buckets[0][0],
+        "delay_median_ms": median,
+        "delay_mean_ms": sum(value * count for value, count in buckets) / total,
+        "delay_p95_ms": p95,
+        "delay_max_ms": buckets[-1][0],
+        "jitter_ms": max(0.0, p95 - median),
+    }

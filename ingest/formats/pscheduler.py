@@ -1,11 +1,293 @@
-"""Placeholder: being written in this session."""
+"""pscheduler results: what perfSONAR's archivers (syslog, HTTP, Kafka, ...) receive.
 
+Accepted shapes: the archiver input ``{"data": ..., "result": {<run>}}``, the run envelope
+``{id, schedule{start,duration}, test{type,spec}, tool, run{start-time}, participants, result}``
+and a bare test result (``{succeeded, paths}``, ``{succeeded, summary, intervals}``,
+``{succeeded, packets-sent, ...}``) whose type is told by its fields. Test types
+``throughput``, ``latency``, ``latencybg`` and ``trace`` are read; any other type is
+rejected naming it. ``tool`` may be a string or ``{name, version}``.
+
+Field map: throughput ``summary.summary.{throughput-bits, receiver-throughput-bits,
+retransmits, rtt (µs), tcp-window-size, sent, lost, jitter (ms)}``; latency ``packets-*``,
+``histogram-latency`` {ms: count} (delay statistics), ``histogram-ttl``, ``max-clock-error``
+(ms); trace ``paths[0][{ip, hostname, rtt (ISO 8601 duration), as{number, owner}, error, mtu}]``.
+Naive times (no zone) are taken as UTC. A reverse throughput test or a flipped latency test
+swaps source and destination so that the record's source always sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import isodate
+
+from pathwatch.contract import timefmt
+
+from ..build import ip_version, record, trace_record
+from ..context import Context
 from ..errors import ParseError
+from ..fields import check, integer, join, need, number, obj, opt
 from ..registry import Format
+from ._stats import histogram_stats
+
+SUPPORTED_TYPES = ("throughput", "latency", "latencybg", "trace")
+_KIND = {"throughput": "throughput", "latency": "latency", "latencybg": "latency", "trace": "trace"}
+_US_PER_MS = 1000.0
 
 
-def _parse(payload, ctx):
-    raise ParseError("format", "pscheduler parser not written yet")
+def _bare_type(result: dict) -> str | None:
+    """Test type of a bare result, told by its fields."""
+    if "paths" in result:
+        return "trace"
+    if "summary" in result and "intervals" in result:
+        return "throughput"
+    if "packets-sent" in result or "histogram-latency" in result:
+        return "latency"
+    return None
 
 
-FORMAT = Format(name="pscheduler", payload="json", summary="", looks_like=lambda p: False, parse=_parse, example="pscheduler.jsonl")
+def looks_like(payload: dict) -> bool:
+    inner = payload.get("result")
+    if isinstance(inner, dict) and isinstance(inner.get("test"), dict):
+        return True  # archiver input
+    if isinstance(payload.get("test"), dict) and "type" in payload["test"]:
+        return True  # run envelope (or a task without a result, rejected as such)
+    return "succeeded" in payload and _bare_type(payload) is not None
+
+
+def _unwrap(payload: dict) -> tuple[dict, str]:
+    """(run envelope, field prefix) from any accepted shape."""
+    inner = payload.get("result")
+    if isinstance(inner, dict) and isinstance(inner.get("test"), dict):
+        return inner, "result."
+    if "test" in payload:
+        return payload, ""
+    return {"result": payload}, ""
+
+
+def _tool(run: dict, where: str) -> tuple[str | None, str | None]:
+    tool = run.get("tool")
+    if tool is None:
+        return None, None
+    if isinstance(tool, str):
+        return tool, None
+    tool = obj(tool, where + "tool")
+    return need(tool, "name", str, where + "tool"), opt(tool, "version", str, where + "tool")
+
+
+def _participant(run: dict, index: int, where: str) -> str | None:
+    participants = opt(run, "participants", list, where.rstrip("."), [])
+    if len(participants) <= index:
+        return None
+    entry = participants[index]
+    field = f"{where}participants[{index}]"
+    if isinstance(entry, dict):
+        return opt(entry, "host", str, field)
+    return check(entry, str, field) if entry is not None else None
+
+
+def _time(run: dict, where: str, ctx: Context) -> str | None:
+    inner_run = opt(run, "run", dict, where.rstrip("."), {})
+    schedule = opt(run, "schedule", dict, where.rstrip("."), {})
+    for container, key, field in (
+        (inner_run, "start-time", where + "run.start-time"),
+        (run, "start-time", where + "start-time"),
+        (schedule, "start", where + "schedule.start"),
+    ):
+        value = container.get(key)
+        if value is not None:
+            try:
+                return timefmt.normalize(check(value, str, field), assume_utc=True)
+            except ValueError as error:
+                raise ParseError(field, f"not an ISO 8601 time: {error}") from None
+    return ctx.collected_at
+
+
+def _duration_ms(value: Any, field: str) -> float:
+    try:
+        return isodate.parse_duration(check(value, str, field)).total_seconds() * 1000.0
+    except (isodate.ISO8601Error, ValueError, AttributeError) as error:
+        raise ParseError(field, f"not an ISO 8601 duration: {value!r} ({error})") from None
+
+
+def _throughput(result: dict, spec: dict, where: str) -> dict[str, Any]:
+    total = need(need(result, "summary", dict, where), "summary", dict, where + ".summary")
+    at = where + ".summary.summary"
+    rtt = number(total, "rtt", at, required=False, minimum=0)
+    window = integer(total, "tcp-window-size", at, required=False)
+    fields: dict[str, Any] = {
+        "throughput_bps": number(total, "throughput-bits", at, minimum=0),
+        "receiver_throughput_bps": number(total, "receiver-throughput-bits", at, required=False, minimum=0),
+        "retransmits": integer(total, "retransmits", at, required=False),
+        "rtt_ms": rtt / _US_PER_MS if rtt else None,
+        "tcp_window_bytes": window or integer(result, "tcp-window-size", where, required=False),
+        "sent_packets": integer(total, "sent", at, required=False),
+        "lost_packets": integer(total, "lost", at, required=False),
+        "jitter_ms": number(total, "jitter", at, required=False, minimum=0),
+        "mss_bytes": integer(result, "mss", where, required=False) or integer(result, "mss-size", where, required=False),
+        "mtu_bytes": integer(result, "mtu", where, required=False),
+    }
+    start = number(total, "start", at, required=False, minimum=0)
+    end = number(total, "end", at, required=False, minimum=0)
+    fields["duration_s"] = end - start if start is not None and end is not None and end >= start else None
+    intervals = []
+    for index, entry in enumerate(opt(result, "intervals", list, where, [])):
+        entry_where = f"{where}.intervals[{index}]"
+        summary = need(obj(entry, entry_where), "summary", dict, entry_where)
+        s_where = entry_where + ".summary"
+        cwnd = integer(summary, "tcp-window-size", s_where, required=False)
+        i_rtt = number(summary, "rtt", s_where, required=False, minimum=0)
+        intervals.append(
+            {
+                "start_s": number(summary, "start", s_where, minimum=0),
+                "end_s": number(summary, "end", s_where, minimum=0),
+                "throughput_bps": number(summary, "throughput-bits", s_where, minimum=0),
+                "retransmits": integer(summary, "retransmits", s_where, required=False),
+                "cwnd_bytes": cwnd,
+                "rtt_ms": i_rtt / _US_PER_MS if i_rtt else None,
+                "omitted": bool(opt(summary, "omitted", bool, s_where, False)),
+            }
+        )
+    fields["intervals"] = intervals
+    fields["protocol"] = "udp" if spec.get("udp") else "tcp"
+    fields["streams"] = integer(spec, "parallel", "test.spec", required=False, minimum=1)
+    return fields
+
+
+def _latency(result: dict, where: str) -> dict[str, Any]:
+    sent = integer(result, "packets-sent", where, required=False)
+    received = integer(result, "packets-received", where, required=False)
+    lost = integer(result, "packets-lost", where, required=False)
+    if lost is None and sent is not None and received is not None:
+        lost = max(0, sent - received)
+    histogram: dict[float, int] = {}
+    hist_where = where + ".histogram-latency"
+    for bucket, count in opt(result, "histogram-latency", dict, where, {}).items():
+        try:
+            value = float(bucket)
+        except ValueError:
+            raise ParseError(join(hist_where, bucket), "bucket is not a number of milliseconds") from None
+        histogram[value] = integer({bucket: count}, bucket, hist_where)
+    ttls = []
+    ttl_where = where + ".histogram-ttl"
+    for ttl, count in opt(result, "histogram-ttl", dict, where, {}).items():
+        if not ttl.isdigit():
+            raise ParseError(join(ttl_where, ttl), "TTL is not a whole number")
+        if integer({ttl: count}, ttl, ttl_where):
+            ttls.append(int(ttl))
+    fields = {
+        "one_way": True,
+        "packets_sent": sent,
+        "packets_received": received,
+        "packets_lost": lost,
+        "loss_ratio": lost / sent if sent and lost is not None and lost <= sent else None,
+        "duplicates": integer(result, "packets-duplicated", where, required=False),
+        "reordered": integer(result, "packets-reordered", where, required=False),
+        "max_clock_error_ms": number(result, "max-clock-error", where, required=False, minimum=0),
+        "ttl_min": min(ttls) if ttls else None,
+        "ttl_max": max(ttls) if ttls else None,
+    }
+    fields.update(histogram_stats(histogram))
+    return fields
+
+
+def _hops(result: dict, where: str) -> list[dict[str, Any]]:
+    paths = need(result, "paths", list, where)
+    if not paths:
+        return []
+    hops = []
+    for index, hop in enumerate(check(paths[0], list, where + ".paths[0]")):
+        at = f"{where}.paths[0][{index}]"
+        hop = obj(hop, at)
+        as_info = opt(hop, "as", dict, at, {})
+        rtt = hop.get("rtt")
+        hops.append(
+            {
+                "ttl": index + 1,
+                "ip": opt(hop, "ip", str, at),
+                "hostname": opt(hop, "hostname", str, at),
+                "rtt_ms": _duration_ms(rtt, at + ".rtt") if rtt is not None else None,
+                "asn": integer(as_info, "number", at + ".as", required=False),
+                "as_owner": opt(as_info, "owner", str, at + ".as"),
+                "mtu": integer(hop, "mtu", at, required=False),
+                "error": opt(hop, "error", str, at),
+            }
+        )
+    return hops
+
+
+def parse(payload: dict, ctx: Context) -> list:
+    """One record for one pscheduler run."""
+    run, where = _unwrap(payload)
+    result = run.get("result-merged", run.get("result"))
+    result_where = where + ("result-merged" if "result-merged" in run else "result")
+    result = obj(result, result_where) if result is not None else None
+    test = opt(run, "test", dict, where.rstrip("."))
+    if test is not None:
+        test_type = need(test, "type", str, where + "test")
+        spec = opt(test, "spec", dict, where + "test", {})
+    else:
+        test_type = _bare_type(result or {})
+        spec = {}
+        if test_type is None:
+            raise ParseError("result", "cannot tell the test type of this bare result")
+    if test_type not in SUPPORTED_TYPES:
+        raise ParseError(
+            where + "test.type",
+            f"unsupported test type {test_type!r}: pathwatch reads {', '.join(SUPPORTED_TYPES)} results",
+        )
+    if result is None:
+        raise ParseError(result_where, "missing: a task specification without a run result has no measurement")
+    kind = _KIND[test_type]
+    tool, tool_version = _tool(run, where)
+    payload_source = opt(spec, "source", str, where + "test.spec") or _participant(run, 0, where)
+    payload_dest = opt(spec, "dest", str, where + "test.spec") or _participant(run, 1, where)
+    source = ctx.endpoint(ctx.source, payload_source)
+    destination = ctx.endpoint(ctx.destination, payload_dest)
+    swapped = bool(spec.get("reverse")) if kind == "throughput" else bool(spec.get("flip"))
+    if swapped:
+        source, destination = destination, source
+    succeeded = opt(result, "succeeded", bool, result_where, True)
+    error = result.get("error")
+    fields: dict[str, Any] = {
+        "source": source,
+        "destination": destination,
+        "time": _time(run, where, ctx),
+        "tool": tool or {"throughput": "iperf3", "latency": "owping", "trace": "traceroute"}[kind],
+        "tool_version": tool_version,
+        "ip_version": spec.get("ip-version") if spec.get("ip-version") in (4, 6) else None,
+        "succeeded": succeeded,
+        "error": error if isinstance(error, str) and error else None,
+    }
+    if kind == "throughput":
+        fields["reverse"] = bool(spec.get("reverse"))
+    if not succeeded:
+        if kind == "latency":
+            fields["one_way"] = True
+        if kind == "trace":
+            return [trace_record(ctx, fields, [])]
+        return [record(kind, ctx, fields)]
+    if kind == "throughput":
+        fields.update(_throughput(result, spec, result_where))
+        return [record(kind, ctx, fields)]
+    if kind == "latency":
+        fields.update(_latency(result, result_where))
+        return [record(kind, ctx, fields)]
+    hops = _hops(result, result_where)
+    target = destination if ip_version(destination) else None
+    fields["destination_ip"] = target
+    if target is None:
+        fields["reached"] = None
+    fields["pmtu_bytes"] = min((h["mtu"] for h in hops if h["mtu"]), default=None)
+    return [trace_record(ctx, fields, hops)]
+
+
+FORMAT = Format(
+    name="pscheduler",
+    payload="json",
+    summary="pscheduler results: archiver input, run envelopes or bare results (throughput, latency, latencybg, trace)",
+    looks_like=looks_like,
+    parse=parse,
+    example="pscheduler.jsonl",
+    names_endpoints=True,
+)

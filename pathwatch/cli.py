@@ -1,0 +1,198 @@
+"""The ``pathwatch`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pathwatch import __version__
+
+app = typer.Typer(
+    name="pathwatch",
+    help="Streaming analytics and anomaly detection for perfSONAR-style network measurements.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_REJECTED = 2
+EXIT_INTERNAL = 3
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _describe(origin: str, location: str, field: str | None, reason: str) -> str:
+    where = f"{origin}, {location}" if location != "file" else origin
+    return f"{where}, field {field}: {reason}" if field else f"{where}: {reason}"
+
+
+@app.command()
+def parse(
+    inputs: Annotated[list[str], typer.Argument(help="Files of raw envelopes or bare tool output; - reads standard input.")],
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Format of bare (unwrapped) inputs; skips detection.")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Source host for bare inputs whose output does not name it.")] = None,
+    destination: Annotated[Optional[str], typer.Option(help="Destination host for bare inputs that do not name it.")] = None,
+    collected_at: Annotated[Optional[str], typer.Option(help="RFC 3339 collection time for bare inputs (default: the file's mtime).")] = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", "-k", help="Parse the rest after a rejected input.")] = False,
+    summary: Annotated[bool, typer.Option(help="Print a table of records and rejects per format on standard error.")] = False,
+) -> None:
+    """Print canonical records as JSON Lines on standard output.
+
+    Each rejected input gets one line on standard error naming the file, line, field and
+    reason. Exit status: 0 when everything parsed, 2 when anything was rejected.
+    """
+    from pathwatch.contract import timefmt
+    from pathwatch.ingest import registry
+    from pathwatch.ingest.files import parse_paths
+    from pathwatch.ingest.parse import Defaults
+
+    err = _err()
+    if format is not None and format not in registry.formats():
+        err.print(f"--format: unknown format {format!r}; known: {', '.join(registry.formats())}")
+        raise typer.Exit(EXIT_REJECTED)
+    if collected_at is not None:
+        try:
+            collected_at = timefmt.normalize(collected_at)
+        except ValueError as error:
+            err.print(f"--collected-at: not an RFC 3339 time with zone: {error}")
+            raise typer.Exit(EXIT_REJECTED) from None
+    defaults = Defaults(format, source, destination, collected_at)
+    out = sys.stdout.buffer
+    records: Counter = Counter()
+    rejected: Counter = Counter()
+    try:
+        for located in parse_paths(inputs, defaults):
+            outcome = located.outcome
+            if outcome.error is not None:
+                rejected[outcome.format or "?"] += 1
+                err.print(_describe(located.origin, outcome.item.location, outcome.error.field, outcome.error.reason), markup=False)
+                if not keep_going:
+                    break
+                continue
+            for record in outcome.records:
+                out.write(record.model_dump_json().encode() + b"\n")
+                records[(outcome.format, record.kind)] += 1
+    except BrokenPipeError:
+        sys.stderr.close()
+        raise typer.Exit(0) from None
+    except Exception as error:  # a parser bug, not bad input: say so in one line, no traceback
+        err.print(f"internal error: {type(error).__name__}: {error} (a pathwatch bug; please report it with the input)", markup=False)
+        raise typer.Exit(EXIT_INTERNAL) from None
+    out.flush()
+    if summary:
+        _summary_table(err, records, rejected)
+    if rejected:
+        raise typer.Exit(EXIT_REJECTED)
+
+
+def _summary_table(err: Console, records: Counter, rejected: Counter) -> None:
+    table = Table(title="parsed")
+    for column in ("format", "kind", "records"):
+        table.add_column(column, justify="right" if column == "records" else "left")
+    for (fmt, kind), count in sorted(records.items()):
+        table.add_row(fmt, kind, str(count))
+    for fmt, count in sorted(rejected.items()):
+        table.add_row(fmt, "[red]rejected[/red]", str(count))
+    err.print(table)
+
+
+@app.command()
+def formats(
+    example: Annotated[Optional[str], typer.Option(help="Print the bundled example envelopes of this format.")] = None,
+) -> None:
+    """List the input formats pathwatch reads, each with an example."""
+    from pathwatch.ingest import registry
+    from pathwatch.ingest.examples import example_path
+
+    known = registry.formats()
+    if example is not None:
+        if example not in known:
+            _err().print(f"--example: unknown format {example!r}; known: {', '.join(known)}")
+            raise typer.Exit(EXIT_REJECTED)
+        sys.stdout.write(example_path(known[example]).read_text())
+        return
+    table = Table(title="input formats (wrap payloads in {format, source, destination, collected_at, payload})")
+    table.add_column("format", style="bold")
+    table.add_column("payload")
+    table.add_column("what it is")
+    table.add_column("example")
+    for fmt in known.values():
+        table.add_row(fmt.name, fmt.payload, fmt.summary, f"pathwatch formats --example {fmt.name}")
+    Console().print(table)
+
+
+@app.command()
+def schema(
+    write: Annotated[bool, typer.Option(help="Regenerate the committed schema files from the record types.")] = False,
+) -> None:
+    """Print the JSON Schemas of the raw envelope and the canonical records."""
+    from pathwatch.contract import schemas
+
+    generated = schemas.generate()
+    if write:
+        for path in schemas.write(generated):
+            _err().print(f"wrote {path}")
+        return
+    sys.stdout.write(json.dumps(generated, indent=2) + "\n")
+
+
+@app.command()
+def demo() -> None:
+    """Parse the bundled example of every format and show what came out (the streaming demo comes later)."""
+    from pathwatch.ingest import registry
+    from pathwatch.ingest.examples import example_path
+    from pathwatch.ingest.files import parse_paths
+
+    known = registry.formats()
+    table = Table(title="pathwatch: bundled real tool outputs → canonical records")
+    for column in ("format", "source → destination", "kind", "time", "headline"):
+        table.add_column(column)
+    rejected = 0
+    for located in parse_paths([str(example_path(fmt)) for fmt in known.values()]):
+        if located.outcome.error is not None:
+            rejected += 1
+            _err().print(_describe(Path(located.origin).name, located.outcome.item.location,
+                                   located.outcome.error.field, located.outcome.error.reason), markup=False)
+            continue
+        for record in located.outcome.records:
+            table.add_row(located.outcome.format, f"{record.source} → {record.destination}", record.kind,
+                          record.time, _headline(record))
+    Console().print(table)
+    if rejected:
+        raise typer.Exit(EXIT_REJECTED)
+
+
+def _headline(record) -> str:
+    if not record.succeeded:
+        return f"[red]failed[/red]: {record.error}"
+    if record.kind == "throughput":
+        retrans = f", {record.retransmits} retransmits" if record.retransmits is not None else ""
+        return f"{(record.throughput_bps or 0) / 1e6:,.1f} Mb/s {record.protocol}{retrans}"
+    if record.kind == "latency":
+        loss = f"{record.loss_ratio:.1%} loss" if record.loss_ratio is not None else "loss ?"
+        median = f"{record.delay_median_ms:.3f} ms" if record.delay_median_ms is not None else "? ms"
+        return f"{'one-way' if record.one_way else 'rtt'} median {median}, {loss}"
+    reached = {True: "reached", False: "[yellow]not reached[/yellow]", None: "reach unknown"}[record.reached]
+    pmtu = f", pmtu {record.pmtu_bytes}" if record.pmtu_bytes else ""
+    return f"{record.hop_count} hops, {reached}, path {record.path_id}{pmtu}"
+
+
+@app.command()
+def version() -> None:
+    """Print pathwatch's version and the record contract's schema version."""
+    from pathwatch.contract.records import SCHEMA_VERSION
+
+    typer.echo(f"pathwatch {__version__} (record schema v{SCHEMA_VERSION})")
+
+
+def main() -> None:
+    app()
