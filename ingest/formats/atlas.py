@@ -24,7 +24,7 @@ from ..registry import Format
 
 
 def looks_like(payload: dict) -> bool:
-    return payload.get("type") == "traceroute" and "prb_id" in payload and "result" in payload
+    return payload.get("type") == "traceroute" and ("prb_id" in payload or "msm_id" in payload)
 
 
 def _hop(entry: Any, where: str) -> dict[str, Any]:
