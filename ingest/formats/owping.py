@@ -1,11 +1,337 @@
-"""Placeholder: being written in this session."""
+"""owping (OWAMP) text output: raw ``owping -R`` packet lines, or the human summary blocks.
 
+**Raw** (``owping -R``, one direction, one packet a line: ``SEQ STIME SSYNC SERR RTIME RSYNC
+RERR TTL``; STIME/RTIME are 64-bit NTP timestamps written as decimal integers, upper 32 bits
+seconds since 1900, lower 32 bits the fraction): delay = (RTIME - STIME) / 2**32 s → the
+``delay_*_ms`` statistics and ``jitter_ms`` (p95 - median) via ``_stats.delay_stats``;
+negative delays (bad clocks) are kept. RTIME 0 → lost; a repeated SEQ → ``duplicates`` (not
+sent again, not in the delays); a packet whose SEQ is below the previous received one →
+``reordered``; max(SERR + RERR) s over received packets → ``max_clock_error_ms``; TTL of the
+received packets → ``ttl_min``/``ttl_max``; earliest STIME → ``time``. Clocks count as
+synchronized, as owping's own summary counts them, when every received packet has SSYNC and
+RSYNC 1 and every lost one RSYNC 1 (owping writes SSYNC 0 on lost records). The raw lines
+name no hosts: source/destination come from the envelope (null without one).
+
+**Summary** (what owping prints by default, one block per direction, forward first)::
+
+    --- owping statistics from [A]:port to [B]:port ---      → source/destination (ip if literal)
+    first:  2019-02-13T11:54:19.387                          → time (read as UTC)
+    10 sent, 1 lost (10.000%), 0 duplicates                  → packets_*, loss_ratio, duplicates
+    one-way delay min/median/max = 1/2/3 ms, (err=0.2 ms)    → delay_min/median/max_ms,
+                                                               max_clock_error_ms, clock_synchronized
+    one-way jitter = 0.1 ms (P95-P50)                        → jitter_ms
+    hops = 3 (consistently)                                  → ttl_min = ttl_max = 255 - 3
+    1-reordering = 2.000000%                                 → reordered
+
+``delay_p95_ms`` comes from a ``95.0:`` percentile line when owping printed one (``-a 95``),
+else it is derived as median + jitter, since owping's jitter *is* P95 - P50;
+``delay_mean_ms`` is null (owping does not report it). Delays in ``ns``/``us``/``s`` are
+converted to ms; ``nan`` (every packet lost) becomes null; ``(unsync)`` gives
+``clock_synchronized`` false and no clock error. Hops become TTLs because OWAMP senders
+always send with TTL 255. ``N-reordering = P%`` is a share of the received packets
+(duplicates included, as owping counts them), turned back into a count. With envelope
+endpoints S → D the forward block is S → D and the reverse block D → S: a block is matched
+to a direction by its host names when they tell, else by position (owping prints the
+forward direction first).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pathwatch.contract import timefmt
+
+from ..build import record
+from ..context import Context
 from ..errors import ParseError
+from ..fields import text_number
 from ..registry import Format
+from ._stats import delay_stats
+
+RAW_LINE = re.compile(r"^(\d+) (\d+) (\d) ([-.0-9e+]*) (\d+) (\d) ([-.0-9e+]*) (\d+)$")
+_MARKER = "--- owping statistics from"
+_WAIT = re.compile(r"^Approximately [\d.]+ seconds until results available$")
+_HEADER = re.compile(r"^--- owping statistics from \[([^\]]*)\]:(\S*) to \[([^\]]*)\]:(\S*) ---$")
+_SENT = re.compile(r"^(\d+) sent, (\d+) lost \([^)]*%\), (\d+) duplicates$")
+_DELAY = re.compile(
+    r"^one-way delay min/median/max = (\S+)/(\S+)/(\S+) ?([a-z]*), \((?:err=(\S+) ?([a-z]*)|(unsync))\)$"
+)
+_JITTER = re.compile(r"^one-way jitter = (\S+) ?([a-z]*) \(P95-P50\)$")
+_PERCENTILE = re.compile(r"^(\d+(?:\.\d+)?): (\S+) ?([a-z]*)$")
+_FIRST = re.compile(r"^first:\s+(\S+)$")
+_REORDERING = re.compile(r"^(\d+)-reordering = ([\d.]+)%$")
+_HOPS_ONE = re.compile(r"^hops = (\d+) \(consistently\)$", re.IGNORECASE)
+_HOPS_RANGE = re.compile(r"^hops takes \d+ values; min hops = (\d+), max hops = (\d+)$", re.IGNORECASE)
+_HOPS_LIST = re.compile(r"^hops takes \d+ values;((?:,? \d+)+)$", re.IGNORECASE)
+_TTL_ONE = re.compile(r"^TTL is (\d+) \(consistently\)$")
+_TTL_RANGE = re.compile(r"^TTL takes \d+ values; min=(\d+), max=(\d+)$")
+_IGNORED = re.compile(
+    r"^(?:SID:\s+\S+|last:\s+\S+|Percentiles:|TTL not reported|no (?:\d+-)?reordering"
+    r"|\d+-reordering not handled|seq_no=\d+\s.*)$"
+)
+_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "": 1000.0}  # owping leaves "s" unlabelled
+_NTP_EPOCH = datetime(1900, 1, 1, tzinfo=timezone.utc)
+_FRACTION = 2**32
+_SENDER_TTL = 255
 
 
-def _parse(payload, ctx):
-    raise ParseError("format", "owping parser not written yet")
+def _quote(line: str) -> str:
+    text = line.strip()
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
-FORMAT = Format(name="owping", payload="json", summary="", looks_like=lambda p: False, parse=_parse, example="owping.jsonl")
+def _content_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, stripped line) of the non-blank lines, without owping's waiting notice."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped and not _WAIT.match(stripped):
+            found.append((number, stripped))
+    return found
+
+
+def looks_like(payload: str) -> bool:
+    """A summary header anywhere, or a raw ``owping -R`` packet line first."""
+    if _MARKER in payload:
+        return True
+    for line in payload[:4096].splitlines():
+        stripped = line.strip()
+        if stripped and not _WAIT.match(stripped):
+            return bool(RAW_LINE.match(stripped))
+    return False
+
+
+def _ntp_time(stamp: int) -> str:
+    seconds, fraction = divmod(stamp, _FRACTION)
+    return timefmt.format_utc(_NTP_EPOCH + timedelta(seconds=seconds, microseconds=fraction * 1_000_000 // _FRACTION))
+
+
+def _raw_packet(number: int, line: str) -> dict[str, Any]:
+    match = RAW_LINE.match(line)
+    field = f"line {number}"
+    if match is None:
+        raise ParseError(field, f"not an owping -R packet line (SEQ STIME SSYNC SERR RTIME RSYNC RERR TTL): {_quote(line)}")
+    seq, stime, ssync, serr, rtime, rsync, rerr, ttl = match.groups()
+    stime_n, rtime_n, ttl_n = int(stime), int(rtime), int(ttl)
+    if stime_n == 0 or stime_n >= 2**64 or rtime_n >= 2**64:
+        raise ParseError(field, f"timestamps must be non-zero 64-bit NTP values: {_quote(line)}")
+    if ssync not in "01" or rsync not in "01" or ttl_n > 255:
+        raise ParseError(field, f"sync flags must be 0 or 1 and TTL at most 255: {_quote(line)}")
+    errors = [text_number(text, field) if text else None for text in (serr, rerr)]
+    if any(error is not None and error < 0 for error in errors):
+        raise ParseError(field, f"negative clock error estimate: {_quote(line)}")
+    return {
+        "seq": int(seq), "stime": stime_n, "rtime": rtime_n, "ssync": ssync == "1", "rsync": rsync == "1",
+        "serr": errors[0], "rerr": errors[1], "ttl": ttl_n,
+    }  # fmt: skip
+
+
+def _parse_raw(lines: list[tuple[int, str]], ctx: Context) -> list:
+    seen: set[int] = set()
+    delays: list[float] = []
+    ttls: list[int] = []
+    clock_errors: list[float] = []
+    sent = duplicates = reordered = 0
+    synchronized = True
+    previous: int | None = None
+    first_sent: int | None = None
+    for number, line in lines:
+        packet = _raw_packet(number, line)
+        first_sent = packet["stime"] if first_sent is None else min(first_sent, packet["stime"])
+        if packet["seq"] in seen:
+            duplicates += 1
+            continue
+        seen.add(packet["seq"])
+        sent += 1
+        if packet["rtime"] == 0:  # lost: only the receiver's clock state is meaningful
+            synchronized = synchronized and packet["rsync"]
+            continue
+        synchronized = synchronized and packet["ssync"] and packet["rsync"]
+        delays.append((packet["rtime"] - packet["stime"]) * 1000.0 / _FRACTION)
+        ttls.append(packet["ttl"])
+        if previous is not None and packet["seq"] < previous:
+            reordered += 1
+        previous = packet["seq"]
+        if packet["serr"] is not None and packet["rerr"] is not None:
+            clock_errors.append((packet["serr"] + packet["rerr"]) * 1000.0)
+    lost = sent - len(delays)
+    fields: dict[str, Any] = {
+        "source": ctx.source,
+        "destination": ctx.destination,
+        "time": _ntp_time(first_sent) if first_sent is not None else None,
+        "tool": "owping",
+        "one_way": True,
+        "packets_sent": sent,
+        "packets_received": len(delays),
+        "packets_lost": lost,
+        "loss_ratio": lost / sent,
+        "duplicates": duplicates,
+        "reordered": reordered,
+        "max_clock_error_ms": max(clock_errors) if clock_errors else None,
+        "clock_synchronized": synchronized,
+        "ttl_min": min(ttls) if ttls else None,
+        "ttl_max": max(ttls) if ttls else None,
+        **delay_stats(delays),
+    }
+    return [record("latency", ctx, fields)]
+
+
+def _blocks(lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """Summary blocks: header match plus their lines. ``owping -v`` repeats a header after the
+    per-packet lines; a header equal to the open block's, before its counts, continues it."""
+    blocks: list[dict[str, Any]] = []
+    for number, line in lines:
+        header = _HEADER.match(line)
+        if header:
+            current = blocks[-1] if blocks else None
+            same = current is not None and current["header"].group(1, 3) == header.group(1, 3)
+            if not (same and not any(_SENT.match(text) for _, text in current["lines"])):
+                blocks.append({"header": header, "number": number, "lines": []})
+        elif not blocks:
+            raise ParseError(f"line {number}", f"expected an owping statistics header, got {_quote(line)}")
+        else:
+            blocks[-1]["lines"].append((number, line))
+    return blocks
+
+
+def _value(text: str, unit: str, number: int) -> float | None:
+    """A delay in owping's unit as ms; None for ``nan``."""
+    field = f"line {number}"
+    if unit not in _TO_MS:
+        raise ParseError(field, f"unknown time unit {unit!r}")
+    if text.lower() in ("nan", "-nan"):
+        return None
+    return round(text_number(text, field) * _TO_MS[unit], 9)
+
+
+def _host(text: str) -> str | None:
+    return None if text in ("", "***") else text
+
+
+def _is_ip(text: str | None) -> bool:
+    try:
+        return text is not None and ipaddress.ip_address(text) is not None
+    except ValueError:
+        return False
+
+
+def _direction_by_name(header: re.Match, ctx: Context) -> bool | None:
+    """True/False when the block's host names say forward/reverse against the envelope, else None."""
+    source, destination = header.group(1).lower(), header.group(3).lower()
+    env_source, env_destination = (ctx.source or "").lower(), (ctx.destination or "").lower()
+    forward = source == env_source or destination == env_destination
+    reverse = source == env_destination or destination == env_source
+    return forward if forward != reverse else None
+
+
+def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    percentiles: dict[float, float | None] = {}
+    for number, line in block["lines"]:
+        if match := _SENT.match(line):
+            sent, lost, duplicates = (int(group) for group in match.groups())
+            if lost > sent:
+                raise ParseError(f"line {number}", f"more packets lost than sent: {_quote(line)}")
+            fields.update(packets_sent=sent, packets_lost=lost, packets_received=sent - lost, duplicates=duplicates)
+            fields["loss_ratio"] = lost / sent if sent else None
+        elif match := _DELAY.match(line):
+            low, median, high, unit, error, error_unit, unsync = match.groups()
+            fields["delay_min_ms"] = _value(low, unit, number)
+            fields["delay_median_ms"] = _value(median, unit, number)
+            fields["delay_max_ms"] = _value(high, unit, number)
+            fields["clock_synchronized"] = unsync is None
+            fields["max_clock_error_ms"] = None if unsync else _value(error, error_unit, number)
+        elif match := _JITTER.match(line):
+            fields["jitter_ms"] = _value(match.group(1), match.group(2), number)
+        elif match := _FIRST.match(line):
+            try:
+                fields["time"] = timefmt.normalize(match.group(1), assume_utc=True)
+            except ValueError:
+                raise ParseError(f"line {number}", f"not an ISO time: {_quote(line)}") from None
+        elif match := _PERCENTILE.match(line):
+            percentiles[float(match.group(1))] = _value(match.group(2), match.group(3), number)
+        elif match := _REORDERING.match(line):
+            if match.group(1) == "1":
+                fields["reordered_pct"] = text_number(match.group(2), f"line {number}")
+        elif line.startswith("no ") and line.endswith("reordering") and "reordered_pct" not in fields:
+            fields["reordered_pct"] = 0.0
+        elif ttls := _ttl_range(line, number):
+            fields["ttl_min"], fields["ttl_max"] = ttls
+        elif not _IGNORED.match(line):
+            raise ParseError(f"line {number}", f"not part of an owping statistics block: {_quote(line)}")
+    for key, name in (("packets_sent", "sent/lost"), ("delay_median_ms", "one-way delay"),
+                      ("jitter_ms", "one-way jitter"), ("reordered_pct", "reordering")):  # fmt: skip
+        if key not in fields:
+            raise ParseError(f"{name} line", f"missing from the owping block at line {block['number']}")
+    share = fields.pop("reordered_pct")
+    fields["reordered"] = round(share / 100 * (fields["packets_received"] + fields["duplicates"]))
+    median, jitter = fields["delay_median_ms"], fields["jitter_ms"]
+    derived = round(median + jitter, 9) if median is not None and jitter is not None else None
+    fields["delay_p95_ms"] = percentiles[95.0] if percentiles.get(95.0) is not None else derived
+    return fields
+
+
+def _ttl_range(line: str, number: int) -> tuple[int, int] | None:
+    """(ttl_min, ttl_max) from a TTL or hops line; hops are counted down from TTL 255."""
+    if match := _TTL_ONE.match(line):
+        values = [int(match.group(1))]
+    elif match := _TTL_RANGE.match(line):
+        values = [int(match.group(1)), int(match.group(2))]
+    elif match := _HOPS_ONE.match(line) or _HOPS_RANGE.match(line):
+        values = [_SENDER_TTL - int(hops) for hops in match.groups()]
+    elif match := _HOPS_LIST.match(line):
+        values = [_SENDER_TTL - int(hops) for hops in match.group(1).replace(",", " ").split()]
+    else:
+        return None
+    if not all(0 <= value <= 255 for value in values):
+        raise ParseError(f"line {number}", f"TTL/hops out of range: {_quote(line)}")
+    return min(values), max(values)
+
+
+def _parse_summary(lines: list[tuple[int, str]], ctx: Context) -> list:
+    blocks = _blocks(lines)
+    if len(blocks) > 2:
+        raise ParseError(f"line {blocks[2]['number']}", "owping prints at most two directions (forward, reverse)")
+    named = [_direction_by_name(block["header"], ctx) for block in blocks]
+    if None in named or len(set(named)) != len(named):
+        named = [index == 0 for index in range(len(blocks))]
+    records = []
+    for block, forward in zip(blocks, named):
+        source, destination = _host(block["header"].group(1)), _host(block["header"].group(3))
+        env_source, env_destination = (ctx.source, ctx.destination) if forward else (ctx.destination, ctx.source)
+        fields = {
+            "source": ctx.endpoint(env_source, source),
+            "destination": ctx.endpoint(env_destination, destination),
+            "source_ip": source if _is_ip(source) else None,
+            "destination_ip": destination if _is_ip(destination) else None,
+            "time": ctx.collected_at,
+            "tool": "owping",
+            "one_way": True,
+            **_summary_fields(block),
+        }
+        records.append(record("latency", ctx, fields))
+    return records
+
+
+def parse(payload: str, ctx: Context) -> list:
+    """One latency record per direction: one for raw ``-R`` output, one or two for summaries."""
+    lines = _content_lines(payload)
+    if not lines:
+        raise ParseError("payload", "empty owping output")
+    if _MARKER in payload:
+        return _parse_summary(lines, ctx)
+    return _parse_raw(lines, ctx)
+
+
+FORMAT = Format(
+    name="owping",
+    payload="text",
+    summary="owping text: raw -R packet lines or the per-direction statistics summary",
+    looks_like=looks_like,
+    parse=parse,
+    example="owping.jsonl",
+    names_endpoints=True,
+)
