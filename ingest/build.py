@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +23,9 @@ _ID_EXTRAS = {
 _TYPES = {"throughput": Throughput, "latency": Latency, "trace": Trace}
 
 
+_DOTTED_QUAD = re.compile(r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$")
+
+
 def ip_version(*addresses: str | None) -> int | None:
     """4 or 6 from the first literal IP address among ``addresses``; None for names.
 
@@ -31,10 +35,13 @@ def ip_version(*addresses: str | None) -> int | None:
     for address in addresses:
         if not address:
             continue
-        try:
-            return ipaddress.ip_address(address.strip("[]")).version
-        except ValueError:
-            continue
+        if _DOTTED_QUAD.match(address):
+            return 4
+        if ":" in address:
+            try:
+                return ipaddress.IPv6Address(address.strip("[]")).version
+            except ValueError:
+                continue
     return None
 
 
@@ -48,6 +55,8 @@ def same_address(first: str | None, second: str | None) -> bool:
         return False
     if first == second:
         return True
+    if ":" not in first or ":" not in second:  # IPv4 and names have one spelling each
+        return False
     try:
         return ipaddress.ip_address(first.strip("[]")) == ipaddress.ip_address(second.strip("[]"))
     except ValueError:

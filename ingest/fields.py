@@ -49,15 +49,21 @@ def obj(value: Any, field: str) -> dict:
     return check(value, dict, field)
 
 
+def _plain(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """Fast path: ``value`` is a ``kind`` and not a bool standing in for a number."""
+    return isinstance(value, kind) and value.__class__ is not bool
+
+
 def need(container: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """Required ``container[key]`` of type ``kind``."""
-    field = join(where, key)
     if not isinstance(container, dict):
         raise ParseError(where or None, f"expected an object, got {type(container).__name__}")
-    value = container.get(key, _MISSING)
-    if value is _MISSING or value is None:
-        raise ParseError(field, "missing")
-    return check(value, kind, field)
+    value = container.get(key)
+    if _plain(value, kind):
+        return value
+    if value is None:
+        raise ParseError(join(where, key), "missing")
+    return check(value, kind, join(where, key))
 
 
 def opt(container: dict, key: str, kind: type | tuple[type, ...], where: str, default: Any = None) -> Any:
@@ -65,6 +71,8 @@ def opt(container: dict, key: str, kind: type | tuple[type, ...], where: str, de
     value = container.get(key)
     if value is None:
         return default
+    if _plain(value, kind):
+        return value
     return check(value, kind, join(where, key))
 
 
@@ -78,17 +86,20 @@ def _finite(value: Any, field: str) -> float | int:
 
 def number(container: Any, key: str, where: str, *, required: bool = True, minimum: float | None = None) -> Any:
     """A finite int or float at ``container[key]``; ``None`` when optional and absent."""
-    field = join(where, key)
     if not isinstance(container, dict):
         raise ParseError(where or None, f"expected an object, got {type(container).__name__}")
     value = container.get(key)
     if value is None:
         if required:
-            raise ParseError(field, "missing")
+            raise ParseError(join(where, key), "missing")
         return None
-    value = _finite(value, field)
+    kind = value.__class__
+    if kind is int or (kind is float and math.isfinite(value)):
+        pass
+    else:
+        value = _finite(value, join(where, key))
     if minimum is not None and value < minimum:
-        raise ParseError(field, f"must be >= {minimum:g}, got {value}")
+        raise ParseError(join(where, key), f"must be >= {minimum:g}, got {value}")
     return value
 
 

@@ -39,11 +39,12 @@ def _hop(entry: Any, where: str) -> dict[str, Any]:
     rtts: dict[str, list[float]] = {}
     order: list[str] = []
     for index, reply in enumerate(need(entry, "result", list, where)):
-        at = f"{where}.result[{index}]"
-        reply = obj(reply, at)
-        if reply.get("x") == "*" or "from" not in reply:
+        if reply.__class__ is not dict:
+            obj(reply, f"{where}.result[{index}]")
+        if "from" not in reply:  # {"x": "*"}: no answer to this probe
             continue
-        address = check(reply["from"], str, at + ".from")
+        at = f"{where}.result[{index}]"
+        address = need(reply, "from", str, at)
         if address not in rtts:
             rtts[address] = []
             order.append(address)
@@ -53,9 +54,8 @@ def _hop(entry: Any, where: str) -> dict[str, Any]:
         if "err" in reply and "error" not in hop:
             err = reply["err"]
             hop["error"] = f"!{err}" if isinstance(err, str) else f"!<{integer(reply, 'err', at)}>"
-        mtu = integer(reply, "mtu", at, required=False)
-        if mtu:
-            hop["mtu"] = mtu
+        if "mtu" in reply:
+            hop["mtu"] = integer(reply, "mtu", at, minimum=1)
     if order:
         hop["ip"] = order[0]
         hop["other_ips"] = order[1:]

@@ -46,5 +46,9 @@ def parse_rfc3339(text: str, *, assume_utc: bool = False) -> datetime:
 
 
 def normalize(text: str, *, assume_utc: bool = False) -> str:
-    """Any ISO 8601 timestamp as canonical RFC 3339 UTC."""
+    """Any ISO 8601 timestamp as canonical RFC 3339 UTC.
+
+    >>> normalize("2024-05-01T10:00:00-04:00"), normalize("2024-05-01T14:00:00.5Z")
+    ('2024-05-01T14:00:00Z', '2024-05-01T14:00:00.500000Z')
+    """
     return format_utc(parse_rfc3339(text, assume_utc=assume_utc))

@@ -73,7 +73,8 @@ up() {
         ip netns add "$P$n"
         ns "$n" ip link set lo up
         ns "$n" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0 \
-            net.ipv4.icmp_msgs_per_sec=100000 net.ipv4.icmp_msgs_burst=100000
+            net.ipv4.icmp_msgs_per_sec=100000 net.ipv4.icmp_msgs_burst=100000 \
+            net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0
         mkdir -p "/etc/netns/$P$n"
         echo "nameserver 127.0.0.1" >"/etc/netns/$P$n/resolv.conf"
         cat >"/etc/netns/$P$n/hosts" <<HOSTS
@@ -117,7 +118,14 @@ HOSTS
     ns r3 ip route add blackhole 10.77.99.0/24
     ns r3 ip -6 route add unreachable fd77:66::/64
     ns r3 ip -6 route add blackhole fd77:99::/64
+    # Resolve every neighbour once so that no capture shows neighbour-discovery delays.
+    ns h1 ping -c 2 -i 0.2 -W 1 10.77.6.2 >/dev/null || true
+    ns h1 ping -6 -c 2 -i 0.2 -W 1 fd77:6::2 >/dev/null || true
+    ns h1 ping -6 -c 2 -i 0.2 -W 1 fd77:6::2 >/dev/null
 }
+
+# Forget path MTUs h1 learnt, so each capture discovers them afresh.
+flush() { ns h1 ip route flush cache; ns h1 ip -6 route flush cache; }
 
 ecmp() {
     if [ "$1" = on ]; then
@@ -175,35 +183,47 @@ capture() {
     up
     local tr="$out/traceroute" tp="$out/tracepath" mt="$out/mtr" sc="$out/scamper"
     local mtr="mtr --json -c 3 -i 0.2 -Z 1"
+    local big; big=$(printf '00%.0s' $(seq 1600))  # a 1600-byte probe payload, too big for 1500
     # Quiet, symmetric path, single best route.
     ns h1 traceroute -n 10.77.6.2 >"$tr/traceroute_n_reached.txt"
     ns h1 traceroute h2.lab >"$tr/traceroute_names_reached.txt"
     ns h1 traceroute -n -I 10.77.6.2 >"$tr/traceroute_icmp_reached.txt"
-    ns h1 traceroute -n -T -p 9 10.77.6.2 >"$tr/traceroute_tcp_reset_reached.txt" || true
     ns h1 traceroute -6 -n fd77:6::2 >"$tr/traceroute6_n_reached.txt"
+    ns h1 traceroute6 h2.lab >"$tr/traceroute6_names_reached.txt"
+    flush
+    ns h1 traceroute -n --mtu 10.77.6.2 >"$tr/traceroute_mtu_F_1500.txt"
     ns h1 traceroute -n -m 6 -w 1 10.77.66.1 >"$tr/traceroute_host_unreachable_H.txt"
     ns h1 traceroute -n -m 6 -w 1 10.77.67.1 >"$tr/traceroute_prohibited_X.txt"
     ns h1 traceroute -n -m 6 -w 1 -q 2 10.77.99.1 >"$tr/traceroute_blackhole_never_reached.txt"
-    ns h1 traceroute -6 -n -m 6 -w 1 fd77:66::1 >"$tr/traceroute6_unreachable_A.txt"
+    ns h1 traceroute -6 -n -m 6 -w 1 fd77:66::1 >"$tr/traceroute6_no_route_N.txt"
     whois_start
     ns h1 env RA_SERVER=127.0.0.1 RA_SERVICE=4343 traceroute -n -A 10.77.6.2 >"$tr/traceroute_asn_lookups.txt"
+    ns h1 env RA_SERVER=127.0.0.1 RA_SERVICE=4343 traceroute -A h2.lab >"$tr/traceroute_names_asn_lookups.txt"
     kill "$WHOIS_PID"; wait "$WHOIS_PID" 2>/dev/null || true
-    ns h1 tracepath -n 10.77.6.2 >"$tp/tracepath_pmtu_drop_9000_1500.txt"
-    ns h1 tracepath h2.lab >"$tp/tracepath_names_pmtu_drop.txt"
-    ns h1 tracepath -6 -n fd77:6::2 >"$tp/tracepath6_pmtu_drop.txt"
-    ns h1 tracepath -n -m 6 10.77.66.1 >"$tp/tracepath_host_unreachable.txt" || true
-    ns h1 tracepath -n -m 6 10.77.99.1 >"$tp/tracepath_blackhole_too_many_hops.txt" || true
+    ns h1 env RA_SERVER=127.0.0.1 RA_SERVICE=4343 traceroute -n -A -q 1 10.77.6.2 >"$tr/traceroute_asn_lookup_failed.txt"
+    flush; ns h1 tracepath -n 10.77.6.2 >"$tp/tracepath_pmtu_drop_9000_1500.txt"
+    flush; ns h1 tracepath h2.lab >"$tp/tracepath_names_pmtu_drop.txt"
+    flush; ns h1 tracepath -b h2.lab >"$tp/tracepath_both_names_and_ips.txt"
+    flush; ns h1 tracepath -6 -n fd77:6::2 >"$tp/tracepath6_pmtu_drop.txt"
+    ns h1 tracepath -6 -n fd77:6::2 >"$tp/tracepath6_pmtu_cached_1500.txt"
+    flush; ns h1 tracepath -n -m 6 10.77.66.1 >"$tp/tracepath_host_unreachable.txt" || true
+    flush; ns h1 tracepath -n -m 5 10.77.99.1 >"$tp/tracepath_blackhole_too_many_hops.txt" || true
     ns h1 $mtr -n 10.77.6.2 >"$mt/mtr_n_reached.json"
     ns h1 $mtr h2.lab >"$mt/mtr_names_reached.json"
+    ns h1 $mtr -b h2.lab >"$mt/mtr_names_and_ips.json"
     ns h1 $mtr -n -z 10.77.6.2 >"$mt/mtr_asn_unresolved.json"
     ns h1 $mtr -6 -n fd77:6::2 >"$mt/mtr6_reached.json"
     ns h1 $mtr -n -m 6 10.77.99.1 >"$mt/mtr_unreachable.json"
     ns h1 $mtr -n -m 6 10.77.66.1 >"$mt/mtr_host_unreachable.json"
     ns h1 scamper -O json -c "trace -w 1" -i 10.77.6.2 >"$sc/scamper_udp_paris_completed.jsonl"
     ns h1 scamper -O json -c "trace -P icmp-paris -q 3 -Q -w 1" -i 10.77.6.2 >"$sc/scamper_icmp_three_probes_per_hop.jsonl"
-    ns h1 scamper -O json -c "trace -M -w 1" -i 10.77.6.2 >"$sc/scamper_pmtud_nhmtu_1500.jsonl"
-    ns h1 scamper -O json -c "trace -w 1" -i fd77:6::2 >"$sc/scamper6_completed.jsonl"
+    ns h1 scamper -O json -c "trace -P tcp -d 9 -w 1" -i 10.77.6.2 >"$sc/scamper_tcp_reset_completed.jsonl"
+    flush; ns h1 scamper -O json -c "trace -M -w 1" -i 10.77.6.2 >"$sc/scamper_pmtud_flag_not_in_json.jsonl"
+    flush; ns h1 scamper -O json -c "trace -w 1 -p $big" -i 10.77.6.2 >"$sc/scamper_frag_needed_nhmtu_1500.jsonl"
+    ns h1 scamper -O json -c "trace -P udp -w 1" -i fd77:6::2 >"$sc/scamper6_udp_completed.jsonl"
+    ns h1 scamper -O json -c "trace -w 1 -g 2" -i fd77:6::2 >"$sc/scamper6_udp_paris_no_replies_no_hops_key.jsonl"
     ns h1 scamper -O json -c "trace -w 1 -m 6" -i 10.77.66.1 >"$sc/scamper_host_unreachable.jsonl"
+    ns h1 scamper -O json -c "trace -w 1 -m 6" -i fd77:66::1 >"$sc/scamper6_no_route_unreachable.jsonl"
     ns h1 scamper -O json -c "trace -w 1 -g 3" -i 10.77.99.1 >"$sc/scamper_blackhole_gaplimit.jsonl"
     ns h1 scamper -O warts -o "$sc/.lab.warts" -c "trace -w 1" -i 10.77.6.2 10.77.66.1
     sc_warts2json "$sc/.lab.warts" >"$sc/sc_warts2json_two_traces.jsonl"
@@ -213,17 +233,18 @@ capture() {
     ns h1 traceroute -n -q 6 10.77.6.2 >"$tr/traceroute_ecmp_several_ips_per_hop.txt"
     ns h1 traceroute -q 6 h2.lab >"$tr/traceroute_ecmp_names_several_ips_per_hop.txt"
     ns h1 scamper -O json -c "trace -P udp -q 4 -Q -w 1" -i 10.77.6.2 >"$sc/scamper_udp_ecmp_several_ips_per_ttl.jsonl"
-    ns h1 $mtr -n -P 33434 -L 33434 -u 10.77.6.2 >"$mt/mtr_udp_ecmp.json" || true
+    ns h1 $mtr -n -u 10.77.6.2 >"$mt/mtr_udp_ecmp_one_host_per_hop.json"
     ecmp off
-    # Longer way back: tracepath reports asymm.
+    # Longer way back: tracepath reports asymm, traceroute --back the hops back.
     asymm on
-    ns h1 tracepath -n 10.77.6.2 >"$tp/tracepath_asymm.txt"
+    flush; ns h1 tracepath -n 10.77.6.2 >"$tp/tracepath_asymm.txt"
+    ns h1 traceroute -n --back 10.77.6.2 >"$tr/traceroute_back_asymm.txt"
     asymm off
     # r2a sends no ICMP: silent hop, and a PMTUD black hole for tracepath's 9000-byte probes.
     silent on
     ns h1 traceroute -n -w 1 10.77.6.2 >"$tr/traceroute_star_hops.txt"
     ns h1 traceroute -6 -n -w 1 fd77:6::2 >"$tr/traceroute6_star_hops.txt"
-    ns h1 tracepath -n -m 6 10.77.6.2 >"$tp/tracepath_pmtud_black_hole_no_reply.txt" || true
+    flush; ns h1 tracepath -n -m 5 10.77.6.2 >"$tp/tracepath_pmtud_black_hole_never_finds_pmtu.txt" || true
     ns h1 $mtr -n 10.77.6.2 >"$mt/mtr_silent_hop.json"
     ns h1 scamper -O json -c "trace -w 1" -i 10.77.6.2 >"$sc/scamper_silent_hop.jsonl"
     silent off
