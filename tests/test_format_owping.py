@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import envelope, fixture_text, parse_one
+from tests.conftest import envelope, fixture_text, parse_one
 
 from pathwatch.ingest.errors import ParseError
 from pathwatch.ingest.registry import detect
@@ -227,7 +227,8 @@ def test_raw_truncated_last_line_is_rejected():
 
 
 def test_raw_bad_sync_flag_is_rejected():
-    text = fixture_text("owping", "raw-R-unsync-negative-delay.txt").replace(" 0 0.00450611 253", " 7 0.00450611 253", 1)
+    text = fixture_text("owping", "raw-R-unsync-negative-delay.txt")
+    text = text.replace(" 0 0.00450611 253", " 7 0.00450611 253", 1)  # RSYNC must be 0 or 1
     assert _field(text) == "line 1"
 
 

@@ -105,6 +105,11 @@ def looks_like(payload: str) -> bool:
 
 
 def _ntp_time(stamp: int) -> str:
+    """A 64-bit NTP timestamp (seconds since 1900 << 32 | fraction) as RFC 3339 UTC.
+
+    >>> _ntp_time((3918283200 << 32) + 2**31)
+    '2024-03-01T12:00:00.500000Z'
+    """
     seconds, fraction = divmod(stamp, _FRACTION)
     return timefmt.format_utc(_NTP_EPOCH + timedelta(seconds=seconds, microseconds=fraction * 1_000_000 // _FRACTION))
 
@@ -113,7 +118,8 @@ def _raw_packet(number: int, line: str) -> dict[str, Any]:
     match = RAW_LINE.match(line)
     field = f"line {number}"
     if match is None:
-        raise ParseError(field, f"not an owping -R packet line (SEQ STIME SSYNC SERR RTIME RSYNC RERR TTL): {_quote(line)}")
+        expected = "SEQ STIME SSYNC SERR RTIME RSYNC RERR TTL"
+        raise ParseError(field, f"not an owping -R packet line ({expected}): {_quote(line)}")
     seq, stime, ssync, serr, rtime, rsync, rerr, ttl = match.groups()
     stime_n, rtime_n, ttl_n = int(stime), int(rtime), int(ttl)
     if stime_n == 0 or stime_n >= 2**64 or rtime_n >= 2**64:

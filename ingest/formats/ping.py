@@ -49,7 +49,9 @@ _REPLY = re.compile(
     r"^\d+ bytes from .+?[:,] icmp_seq=\d+(?: ident=\d+)? (?:ttl|hlim)=(?P<ttl>\d+)"
     r"(?: time=(?P<time>\d+(?:\.\d+)?) ?ms)?(?: \([^)]*\))*$"
 )
-_LOST_PROBE = re.compile(r"^(?:From \S.* icmp_seq=\d+ \S.*|no answer yet for icmp_seq=\d+|Request timeout for icmp_seq \d+)$")
+_LOST_PROBE = re.compile(
+    r"^(?:From \S.* icmp_seq=\d+ \S.*|no answer yet for icmp_seq=\d+|Request timeout for icmp_seq \d+)$"
+)
 _TRAILER = re.compile(r"^--- \S+ ping statistics ---$")
 _RTT = re.compile(
     r"^(?:rtt|round-trip) min/avg/max(?:/(?:mdev|stddev|std-dev))? = "
@@ -85,7 +87,11 @@ def looks_like(payload: str) -> bool:
 
 
 def _stamp_time(seconds: str, fraction: str | None, field: str) -> str:
-    """A ``-D`` timestamp (Unix seconds) as RFC 3339, exact to the microsecond."""
+    """A ``-D`` timestamp (Unix seconds) as RFC 3339, exact to the microsecond.
+
+    >>> _stamp_time("1700000000", "123456", "line 2")
+    '2023-11-14T22:13:20.123456Z'
+    """
     micro = int((fraction or "0").ljust(9, "0")[:6])
     try:
         moment = datetime.fromtimestamp(int(seconds), tz=timezone.utc) + timedelta(microseconds=micro)
