@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pathwatch.contract.ids import measurement_id, path_fingerprint
-from pathwatch.contract.records import Hop, Latency, Throughput, Trace
+from pathwatch.contract.records import Latency, Throughput, Trace
 
 from .context import Context
 from .errors import ParseError

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pathwatch.contract import timefmt
+
 from .errors import ParseError
 
 _MISSING = object()
@@ -124,3 +126,16 @@ def text_number(text: str, field: str, kind: type = float) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ParseError(field, f"expected a finite number, got {text!r}")
     return value
+
+
+def epoch_time(container: Any, key: str, where: str, *, fraction: float = 0.0) -> str:
+    """RFC 3339 UTC time from Unix seconds at ``container[key]`` (plus ``fraction`` s).
+
+    >>> epoch_time({"timestamp": 1700000000}, "timestamp", "")
+    '2023-11-14T22:13:20Z'
+    """
+    seconds = number(container, key, where, minimum=0) + fraction
+    try:
+        return timefmt.from_epoch(seconds)
+    except (OverflowError, OSError, ValueError):
+        raise ParseError(join(where, key), f"not a usable time: {seconds} s since 1970") from None

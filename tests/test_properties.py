@@ -116,3 +116,15 @@ def test_envelope_with_every_field_mutated_is_an_error_not_a_crash():
         for bad in (None, 5, [], {}, "", "not-a-time"):
             _check(json.dumps({**base, key: bad}).encode())
     assert isinstance(parse_item(Item("line 1", b"", {**base, "format": 3})).error, ParseError)
+
+
+def test_out_of_range_epoch_times_are_parse_errors():
+    from pathwatch.ingest.fields import epoch_time
+
+    for huge in (1e12, 2**62):
+        try:
+            epoch_time({"t": huge}, "t", "start")
+        except ParseError as error:
+            assert error.field == "start.t"
+        else:
+            raise AssertionError(f"{huge} s should not be a usable time")

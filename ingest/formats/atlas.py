@@ -14,12 +14,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pathwatch.contract import timefmt
-
 from ..build import ip_version, same_address, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import check, integer, need, number, obj, opt
+from ..fields import check, epoch_time, integer, need, number, obj, opt
 from ..registry import Format
 
 
@@ -76,7 +74,7 @@ def parse(payload: dict, ctx: Context) -> list:
         "destination": ctx.endpoint(ctx.destination, dst_addr if ip_version(dst_name) else dst_name or dst_addr),
         "source_ip": src_addr or None,
         "destination_ip": dst_addr,
-        "time": timefmt.from_epoch(number(payload, "timestamp", "", minimum=0)),
+        "time": epoch_time(payload, "timestamp", ""),
         "tool": "ripe-atlas",
         "tool_version": str(check(firmware, (int, str), "fw")) if firmware is not None else None,
         "ip_version": address_family if address_family in (4, 6) else None,

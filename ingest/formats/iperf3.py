@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathwatch.contract import timefmt
-
 from ..build import record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import integer, join, need, number, obj, opt
+from ..fields import epoch_time, integer, join, need, number, obj, opt
 from ..registry import Format
 
 _US_PER_MS = 1000.0
@@ -51,7 +49,7 @@ def _test_time(start: dict, ctx: Context) -> str | None:
     stamp = opt(start, "timestamp", dict, "start")
     if stamp is None:
         return ctx.collected_at
-    return timefmt.from_epoch(number(stamp, "timesecs", "start.timestamp", minimum=0))
+    return epoch_time(stamp, "timesecs", "start.timestamp")
 
 
 def _interval(entry: Any, where: str) -> dict[str, Any]:

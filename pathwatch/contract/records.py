@@ -102,7 +102,10 @@ class Latency(_Common):
 
 class Hop(_Strict):
     ttl: int = Field(ge=1, le=255)
-    ip: str | None = Field(description="Responding address; null for a hop that did not answer.")
+    ip: str | None = Field(
+        description="Responding address; its name when the tool printed only a name (tracepath, mtr "
+        "without -n); null for a hop that did not answer."
+    )
     hostname: str | None = None
     rtt_ms: NonNegativeFloat | None = Field(None, description="Median RTT of the answers from `ip`.")
     asn: NonNegativeInt | None = None

@@ -28,13 +28,14 @@
 #   netns_lab.sh silent on|off      r2a forwards but sends no ICMP at all (no time-exceeded,
 #                                   no frag-needed: a PMTUD black hole towards the 1500 link)
 #   netns_lab.sh asymm on|off       replies from r3 and h2 return via r2b and r2a (longer path back)
-#   netns_lab.sh capture DIR        up, run every trace tool from h1, write fixtures under DIR, down
+#   netns_lab.sh capture DIR        up, run every trace tool from h1 (and from "void", a namespace
+#                                   with only loopback), write fixtures under DIR, down
 #
 # Traffic stays between these namespaces: nothing is routed anywhere else.
 set -euo pipefail
 
 P=pw-
-NODES=(h1 r1 r2a r2b r3 h2)
+NODES=(h1 r1 r2a r2b r3 h2 void)  # void: only loopback, no route anywhere
 ROUTERS=(r1 r2a r2b r3)
 
 ns() { local n=$1; shift; ip netns exec "$P$n" "$@"; }
@@ -107,7 +108,8 @@ HOSTS
     route h1 default 1.1
     route h2 default 6.1
     route r1 default 2.2
-    for r in r2a r2b; do route "$r" 1 "$([ $r = r2a ] && echo 2.1 || echo 3.1)"; done
+    route r2a 1 2.1
+    route r2b 1 3.1
     route r2a default 4.2
     route r2b default 5.2
     route r3 1 4.1
@@ -118,11 +120,16 @@ HOSTS
     ns r3 ip route add blackhole 10.77.99.0/24
     ns r3 ip -6 route add unreachable fd77:66::/64
     ns r3 ip -6 route add blackhole fd77:99::/64
-    # Resolve every neighbour once so that no capture shows neighbour-discovery delays.
+    # Resolve every neighbour once so that no capture shows neighbour-discovery delays; the
+    # last ping must succeed, or the lab is broken.
     ns h1 ping -c 2 -i 0.2 -W 1 10.77.6.2 >/dev/null || true
     ns h1 ping -6 -c 2 -i 0.2 -W 1 fd77:6::2 >/dev/null || true
     ns h1 ping -6 -c 2 -i 0.2 -W 1 fd77:6::2 >/dev/null
 }
+
+# r3 sends IPv4 unreachables from a per-source token bucket (one a second, a burst of five;
+# net.ipv4.route.error_cost is not per namespace): let it fill before each capture that needs them.
+rested() { sleep 5; }
 
 # Forget path MTUs h1 learnt, so each capture discovers them afresh.
 flush() { ns h1 ip route flush cache; ns h1 ip -6 route flush cache; }
@@ -159,7 +166,7 @@ asymm() {
 # A whois responder on h1's loopback so that traceroute -A (RA_SERVER) gets real answers:
 # each lab router gets a private AS number, anything else none.
 whois_start() {
-    ns h1 python3 -c '
+    ip netns exec "${P}h1" python3 -c '
 import socketserver
 AS = {"10.77.1.1": "AS64501", "10.77.2.2": "AS64502", "10.77.3.2": "AS64502",
       "10.77.4.2": "AS64503", "10.77.5.2": "AS64503", "10.77.6.2": "AS64503"}
@@ -192,8 +199,8 @@ capture() {
     ns h1 traceroute6 h2.lab >"$tr/traceroute6_names_reached.txt"
     flush
     ns h1 traceroute -n --mtu 10.77.6.2 >"$tr/traceroute_mtu_F_1500.txt"
-    ns h1 traceroute -n -m 6 -w 1 10.77.66.1 >"$tr/traceroute_host_unreachable_H.txt"
-    ns h1 traceroute -n -m 6 -w 1 10.77.67.1 >"$tr/traceroute_prohibited_X.txt"
+    rested; ns h1 traceroute -n -N 1 -m 6 -w 1 10.77.66.1 >"$tr/traceroute_host_unreachable_H.txt"
+    rested; ns h1 traceroute -n -N 1 -m 6 -w 1 10.77.67.1 >"$tr/traceroute_prohibited_X.txt"
     ns h1 traceroute -n -m 6 -w 1 -q 2 10.77.99.1 >"$tr/traceroute_blackhole_never_reached.txt"
     ns h1 traceroute -6 -n -m 6 -w 1 fd77:66::1 >"$tr/traceroute6_no_route_N.txt"
     whois_start
@@ -206,7 +213,7 @@ capture() {
     flush; ns h1 tracepath -b h2.lab >"$tp/tracepath_both_names_and_ips.txt"
     flush; ns h1 tracepath -6 -n fd77:6::2 >"$tp/tracepath6_pmtu_drop.txt"
     ns h1 tracepath -6 -n fd77:6::2 >"$tp/tracepath6_pmtu_cached_1500.txt"
-    flush; ns h1 tracepath -n -m 6 10.77.66.1 >"$tp/tracepath_host_unreachable.txt" || true
+    rested; flush; ns h1 tracepath -n -m 6 10.77.66.1 >"$tp/tracepath_host_unreachable.txt" || true
     flush; ns h1 tracepath -n -m 5 10.77.99.1 >"$tp/tracepath_blackhole_too_many_hops.txt" || true
     ns h1 $mtr -n 10.77.6.2 >"$mt/mtr_n_reached.json"
     ns h1 $mtr h2.lab >"$mt/mtr_names_reached.json"
@@ -214,7 +221,7 @@ capture() {
     ns h1 $mtr -n -z 10.77.6.2 >"$mt/mtr_asn_unresolved.json"
     ns h1 $mtr -6 -n fd77:6::2 >"$mt/mtr6_reached.json"
     ns h1 $mtr -n -m 6 10.77.99.1 >"$mt/mtr_unreachable.json"
-    ns h1 $mtr -n -m 6 10.77.66.1 >"$mt/mtr_host_unreachable.json"
+    rested; ns h1 $mtr -n -m 6 10.77.66.1 >"$mt/mtr_host_unreachable.json"
     ns h1 scamper -O json -c "trace -w 1" -i 10.77.6.2 >"$sc/scamper_udp_paris_completed.jsonl"
     ns h1 scamper -O json -c "trace -P icmp-paris -q 3 -Q -w 1" -i 10.77.6.2 >"$sc/scamper_icmp_three_probes_per_hop.jsonl"
     ns h1 scamper -O json -c "trace -P tcp -d 9 -w 1" -i 10.77.6.2 >"$sc/scamper_tcp_reset_completed.jsonl"
@@ -222,17 +229,17 @@ capture() {
     flush; ns h1 scamper -O json -c "trace -w 1 -p $big" -i 10.77.6.2 >"$sc/scamper_frag_needed_nhmtu_1500.jsonl"
     ns h1 scamper -O json -c "trace -P udp -w 1" -i fd77:6::2 >"$sc/scamper6_udp_completed.jsonl"
     ns h1 scamper -O json -c "trace -w 1 -g 2" -i fd77:6::2 >"$sc/scamper6_udp_paris_no_replies_no_hops_key.jsonl"
-    ns h1 scamper -O json -c "trace -w 1 -m 6" -i 10.77.66.1 >"$sc/scamper_host_unreachable.jsonl"
-    ns h1 scamper -O json -c "trace -w 1 -m 6" -i fd77:66::1 >"$sc/scamper6_no_route_unreachable.jsonl"
+    rested; ns h1 scamper -O json -c "trace -w 1 -m 6" -i 10.77.66.1 >"$sc/scamper_host_unreachable.jsonl"
+    ns h1 scamper -O json -c "trace -P udp -w 1 -m 6" -i fd77:66::1 >"$sc/scamper6_no_route_unreachable.jsonl"
     ns h1 scamper -O json -c "trace -w 1 -g 3" -i 10.77.99.1 >"$sc/scamper_blackhole_gaplimit.jsonl"
-    ns h1 scamper -O warts -o "$sc/.lab.warts" -c "trace -w 1" -i 10.77.6.2 10.77.66.1
+    rested; ns h1 scamper -O warts -o "$sc/.lab.warts" -c "trace -w 1" -i 10.77.6.2 10.77.66.1
     sc_warts2json "$sc/.lab.warts" >"$sc/sc_warts2json_two_traces.jsonl"
     rm -f "$sc/.lab.warts"
     # Load balancing: several responders at one TTL.
     ecmp on
     ns h1 traceroute -n -q 6 10.77.6.2 >"$tr/traceroute_ecmp_several_ips_per_hop.txt"
     ns h1 traceroute -q 6 h2.lab >"$tr/traceroute_ecmp_names_several_ips_per_hop.txt"
-    ns h1 scamper -O json -c "trace -P udp -q 4 -Q -w 1" -i 10.77.6.2 >"$sc/scamper_udp_ecmp_several_ips_per_ttl.jsonl"
+    ns h1 scamper -O json -c "trace -P udp -q 8 -Q -w 1" -i 10.77.6.2 >"$sc/scamper_udp_ecmp_several_ips_per_ttl.jsonl"
     ns h1 $mtr -n -u 10.77.6.2 >"$mt/mtr_udp_ecmp_one_host_per_hop.json"
     ecmp off
     # Longer way back: tracepath reports asymm, traceroute --back the hops back.
@@ -248,6 +255,12 @@ capture() {
     ns h1 $mtr -n 10.77.6.2 >"$mt/mtr_silent_hop.json"
     ns h1 scamper -O json -c "trace -w 1" -i 10.77.6.2 >"$sc/scamper_silent_hop.jsonl"
     silent off
+    # A host with no route anywhere: runs that fail before probing (stderr kept, as collectors do).
+    ns void traceroute -n 10.77.6.2 >"$tr/traceroute_network_unreachable_failed.txt" 2>&1 || true
+    ns void traceroute nosuch.lab >"$tr/traceroute_unknown_host_failed.txt" 2>&1 || true
+    ns void tracepath -n 10.77.6.2 >"$tp/tracepath_send_failed.txt" 2>&1 || true
+    ns void tracepath nosuch.lab >"$tp/tracepath_unknown_host_failed.txt" 2>&1 || true
+    ns void scamper -O json -c "trace -w 1" -i 10.77.6.2 >"$sc/scamper_no_route_cycle_records_only.jsonl" 2>/dev/null
     ls -l "$tr" "$tp" "$mt" "$sc"
 }
 
