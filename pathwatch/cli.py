@@ -183,7 +183,7 @@ def _headline(record) -> str:
         return f"{'one-way' if record.one_way else 'rtt'} median {median}, {loss}"
     reached = {True: "reached", False: "[yellow]not reached[/yellow]", None: "reach unknown"}[record.reached]
     pmtu = f", pmtu {record.pmtu_bytes}" if record.pmtu_bytes else ""
-    return f"{record.hop_count} hops, {reached}, path {record.path_id}{pmtu}"
+    return f"{record.hop_count} hops, {reached}, path {record.path_id[:8]}{pmtu}"
 
 
 @app.command()
