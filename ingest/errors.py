@@ -18,3 +18,13 @@ class ParseError(ValueError):
         self.field = field
         self.reason = reason
         super().__init__(f"{field}: {reason}" if field else reason)
+
+
+def quote_line(line: str, limit: int = 80) -> str:
+    """A line of tool text for an error message: stripped, cut to ``limit`` characters, quoted.
+
+    >>> quote_line("  1  10.0.0.1  0.5 ms  ")
+    "'1  10.0.0.1  0.5 ms'"
+    """
+    text = line.strip()
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")

@@ -46,7 +46,7 @@ from pathwatch.contract import timefmt
 
 from ..build import record
 from ..context import Context
-from ..errors import ParseError
+from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
 from ._stats import delay_stats
@@ -76,11 +76,6 @@ _TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "": 1000.0}  # owping 
 _NTP_EPOCH = datetime(1900, 1, 1, tzinfo=timezone.utc)
 _FRACTION = 2**32
 _SENDER_TTL = 255
-
-
-def _quote(line: str) -> str:
-    text = line.strip()
-    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def _content_lines(text: str) -> list[tuple[int, str]]:
@@ -119,16 +114,16 @@ def _raw_packet(number: int, line: str) -> dict[str, Any]:
     field = f"line {number}"
     if match is None:
         expected = "SEQ STIME SSYNC SERR RTIME RSYNC RERR TTL"
-        raise ParseError(field, f"not an owping -R packet line ({expected}): {_quote(line)}")
+        raise ParseError(field, f"not an owping -R packet line ({expected}): {quote_line(line)}")
     seq, stime, ssync, serr, rtime, rsync, rerr, ttl = match.groups()
     stime_n, rtime_n, ttl_n = int(stime), int(rtime), int(ttl)
     if stime_n == 0 or stime_n >= 2**64 or rtime_n >= 2**64:
-        raise ParseError(field, f"timestamps must be non-zero 64-bit NTP values: {_quote(line)}")
+        raise ParseError(field, f"timestamps must be non-zero 64-bit NTP values: {quote_line(line)}")
     if ssync not in "01" or rsync not in "01" or ttl_n > 255:
-        raise ParseError(field, f"sync flags must be 0 or 1 and TTL at most 255: {_quote(line)}")
+        raise ParseError(field, f"sync flags must be 0 or 1 and TTL at most 255: {quote_line(line)}")
     errors = [text_number(text, field) if text else None for text in (serr, rerr)]
     if any(error is not None and error < 0 for error in errors):
-        raise ParseError(field, f"negative clock error estimate: {_quote(line)}")
+        raise ParseError(field, f"negative clock error estimate: {quote_line(line)}")
     return {
         "seq": int(seq), "stime": stime_n, "rtime": rtime_n, "ssync": ssync == "1", "rsync": rsync == "1",
         "serr": errors[0], "rerr": errors[1], "ttl": ttl_n,
@@ -197,7 +192,7 @@ def _blocks(lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
             if not (same and not any(_SENT.match(text) for _, text in current["lines"])):
                 blocks.append({"header": header, "number": number, "lines": []})
         elif not blocks:
-            raise ParseError(f"line {number}", f"expected an owping statistics header, got {_quote(line)}")
+            raise ParseError(f"line {number}", f"expected an owping statistics header, got {quote_line(line)}")
         else:
             blocks[-1]["lines"].append((number, line))
     return blocks
@@ -240,7 +235,7 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
         if match := _SENT.match(line):
             sent, lost, duplicates = (int(group) for group in match.groups())
             if lost > sent:
-                raise ParseError(f"line {number}", f"more packets lost than sent: {_quote(line)}")
+                raise ParseError(f"line {number}", f"more packets lost than sent: {quote_line(line)}")
             fields.update(packets_sent=sent, packets_lost=lost, packets_received=sent - lost, duplicates=duplicates)
             fields["loss_ratio"] = lost / sent if sent else None
         elif match := _DELAY.match(line):
@@ -256,7 +251,7 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
             try:
                 fields["time"] = timefmt.normalize(match.group(1), assume_utc=True)
             except ValueError:
-                raise ParseError(f"line {number}", f"not an ISO time: {_quote(line)}") from None
+                raise ParseError(f"line {number}", f"not an ISO time: {quote_line(line)}") from None
         elif match := _PERCENTILE.match(line):
             percentiles[float(match.group(1))] = _value(match.group(2), match.group(3), number)
         elif match := _REORDERING.match(line):
@@ -267,7 +262,7 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
         elif ttls := _ttl_range(line, number):
             fields["ttl_min"], fields["ttl_max"] = ttls
         elif not _IGNORED.match(line):
-            raise ParseError(f"line {number}", f"not part of an owping statistics block: {_quote(line)}")
+            raise ParseError(f"line {number}", f"not part of an owping statistics block: {quote_line(line)}")
     for key, name in (("packets_sent", "sent/lost"), ("delay_median_ms", "one-way delay"),
                       ("jitter_ms", "one-way jitter"), ("reordered_pct", "reordering")):  # fmt: skip
         if key not in fields:
@@ -293,7 +288,7 @@ def _ttl_range(line: str, number: int) -> tuple[int, int] | None:
     else:
         return None
     if not all(0 <= value <= 255 for value in values):
-        raise ParseError(f"line {number}", f"TTL/hops out of range: {_quote(line)}")
+        raise ParseError(f"line {number}", f"TTL/hops out of range: {quote_line(line)}")
     return min(values), max(values)
 
 

@@ -34,7 +34,7 @@ from pathwatch.contract import timefmt
 
 from ..build import record
 from ..context import Context
-from ..errors import ParseError
+from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
 from ._stats import delay_stats
@@ -75,11 +75,6 @@ _RESOLVER = re.compile(
 )
 
 
-def _quote(line: str) -> str:
-    text = line.strip()
-    return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
 def looks_like(payload: str) -> bool:
     """Starts with a ``PING`` header or a ``ping:`` diagnostic, or holds ping's statistics trailer."""
     start = payload.lstrip()
@@ -111,11 +106,11 @@ def _counts(line: str, field: str) -> dict[str, int] | None:
                 found[key] = int(match.group(1)) if key in ("sent", "received", "duplicates") else 0
                 break
         else:
-            raise ParseError(field, f"unrecognised part {part!r} in the statistics line {_quote(line)}")
+            raise ParseError(field, f"unrecognised part {part!r} in the statistics line {quote_line(line)}")
     if "sent" not in found or "received" not in found:
-        raise ParseError(field, f"statistics line without transmitted/received counts: {_quote(line)}")
+        raise ParseError(field, f"statistics line without transmitted/received counts: {quote_line(line)}")
     if found["received"] > found["sent"]:
-        raise ParseError(field, f"more packets received than transmitted: {_quote(line)}")
+        raise ParseError(field, f"more packets received than transmitted: {quote_line(line)}")
     return found
 
 
@@ -131,7 +126,7 @@ def _scan(payload: str) -> dict[str, Any]:
             line = stamp.group(3)
         if header := _HEADER.match(line):
             if "header" in seen:
-                raise ParseError(field, f"a second ping run in one payload: {_quote(line)}")
+                raise ParseError(field, f"a second ping run in one payload: {quote_line(line)}")
             seen["header"] = header
         elif reply := _REPLY.match(line):
             seen["ttls"].append(text_number(reply.group("ttl"), field, int))
@@ -139,14 +134,14 @@ def _scan(payload: str) -> dict[str, Any]:
                 seen["rtts"].append(text_number(reply.group("time"), field))
         elif (counts := _counts(line, field)) is not None:
             if "counts" in seen:
-                raise ParseError(field, f"a second statistics line in one payload: {_quote(line)}")
+                raise ParseError(field, f"a second statistics line in one payload: {quote_line(line)}")
             seen["counts"] = counts
         elif rtt := _RTT.match(line):
             seen["rtt"] = [text_number(value, field) if value else None for value in rtt.groups()]
         elif _DIAGNOSTIC.match(line):
             seen["diagnostics"].append(line)
         elif not (_LOST_PROBE.match(line) or _TRAILER.match(line) or _PIPE.match(line)):
-            raise ParseError(field, f"not ping output: {_quote(line)}")
+            raise ParseError(field, f"not ping output: {quote_line(line)}")
     return seen
 
 

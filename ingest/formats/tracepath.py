@@ -33,7 +33,7 @@ from typing import Any
 
 from ..build import ip_version, trace_record
 from ..context import Context
-from ..errors import ParseError
+from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
 
@@ -51,11 +51,6 @@ _LINE = re.compile(
 _SUMMARY = re.compile(r"^(?:Too many hops|Resume): pmtu (?P<pmtu>\d+)(?: hops \d+)?(?: back \d+)?$")
 _FIRST = re.compile(r"^\s*\d+\??: ")
 _RESOLVER = re.compile(r"^tracepath6?: (?P<name>[^\s:]+): (?P<reason>.+)$")
-
-
-def _quote(line: str) -> str:
-    text = line.strip()
-    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def looks_like(payload: str) -> bool:
@@ -119,7 +114,7 @@ def parse(payload: str, ctx: Context) -> list:
             continue
         match = _LINE.match(line)
         if match is None:
-            raise ParseError(field, f"not a tracepath line: {_quote(line)}")
+            raise ParseError(field, f"not a tracepath line: {quote_line(line)}")
         ttl = text_number(match["ttl"], field, int)
         if match["silent"] == "send failed":
             fields.update(succeeded=False, error=f"send failed at hop {ttl}")

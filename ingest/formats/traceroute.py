@@ -32,7 +32,7 @@ from typing import Any
 
 from ..build import ip_version, same_address, trace_record
 from ..context import Context
-from ..errors import ParseError
+from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
 
@@ -61,11 +61,6 @@ _BAD_DESTINATION = re.compile(r"^Cannot handle \"host\" cmdline arg `(?P<name>[^
 _RESOLVER = re.compile(r"^(?P<name>[^\s:]+): (?P<reason>[A-Z][^:]*)$")
 
 
-def _quote(line: str) -> str:
-    text = line.strip()
-    return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
 def looks_like(payload: str) -> bool:
     """Starts with traceroute's ``traceroute to NAME (IP), ...`` header or its bad-host complaint."""
     start = payload.lstrip()
@@ -74,7 +69,7 @@ def looks_like(payload: str) -> bool:
 
 def _address(text: str, field: str, line: str) -> str:
     if ip_version(text) is None:
-        raise ParseError(field, f"{text!r} is not an IP address in {_quote(line)}")
+        raise ParseError(field, f"{text!r} is not an IP address in {quote_line(line)}")
     return text
 
 
@@ -87,7 +82,7 @@ def _hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
     while position < len(rest):
         token = _TOKEN.match(rest, position)
         if token is None or token.end() == position:
-            raise ParseError(field, f"cannot read {rest[position:].strip()[:30]!r} in {_quote(line)}")
+            raise ParseError(field, f"cannot read {rest[position:].strip()[:30]!r} in {quote_line(line)}")
         position = token.end()
         kind = token.lastgroup
         if kind in ("ip", "addr"):
@@ -95,7 +90,7 @@ def _hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
             name = token["name"]
             answers.setdefault(current, {"hostname": name if name and name != current else None, "rtts": []})
         elif kind in ("rtt", "flag", "asn") and current is None:
-            raise ParseError(field, f"{token.group().strip()!r} before any address in {_quote(line)}")
+            raise ParseError(field, f"{token.group().strip()!r} before any address in {quote_line(line)}")
         elif kind == "rtt":
             answers[current]["rtts"].append(text_number(token["rtt"], field))
         elif kind == "flag":
@@ -139,7 +134,7 @@ def parse(payload: str, ctx: Context) -> list:
         diagnostics = _diagnostics(lines)
         bad = next((match for _, line in lines if (match := _BAD_DESTINATION.match(line))), None)
         if diagnostics is None or bad is None:
-            raise ParseError("line 1", f"not a traceroute header: {_quote(lines[0][1])}")
+            raise ParseError("line 1", f"not a traceroute header: {quote_line(lines[0][1])}")
         fields.update(destination=ctx.endpoint(ctx.destination, bad["name"]), succeeded=False,
                       error="; ".join(diagnostics), reached=False)  # fmt: skip
         return [trace_record(ctx, fields, [])]
@@ -159,10 +154,10 @@ def parse(payload: str, ctx: Context) -> list:
         field = f"line {number}"
         match = _HOP.match(line)
         if match is None:
-            raise ParseError(field, f"not a traceroute hop line: {_quote(line)}")
+            raise ParseError(field, f"not a traceroute hop line: {quote_line(line)}")
         ttl = text_number(match["ttl"], field, int)
         if hops and ttl <= hops[-1]["ttl"]:
-            raise ParseError(field, f"hop {ttl} after hop {hops[-1]['ttl']}: {_quote(line)}")
+            raise ParseError(field, f"hop {ttl} after hop {hops[-1]['ttl']}: {quote_line(line)}")
         hops.append(_hop(ttl, match["rest"], field, line))
     last = hops[-1]
     answered_last = [last["ip"], *last.get("other_ips", [])]
