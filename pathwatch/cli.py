@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -38,7 +39,7 @@ def _describe(origin: str, location: str, field: str | None, reason: str) -> str
 @app.command()
 def parse(
     inputs: Annotated[list[str], typer.Argument(help="Files of raw envelopes or bare tool output; - reads standard input.")],
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Format of bare (unwrapped) inputs; skips detection.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Format of bare (unwrapped) inputs, instead of detecting it; envelopes name their own.")] = None,
     source: Annotated[Optional[str], typer.Option(help="Source host for bare inputs whose output does not name it.")] = None,
     destination: Annotated[Optional[str], typer.Option(help="Destination host for bare inputs that do not name it.")] = None,
     collected_at: Annotated[Optional[str], typer.Option(help="RFC 3339 collection time for bare inputs (default: the file's mtime).")] = None,
@@ -48,7 +49,8 @@ def parse(
     """Print canonical records as JSON Lines on standard output.
 
     Each rejected input gets one line on standard error naming the file, line, field and
-    reason. Exit status: 0 when everything parsed, 2 when anything was rejected.
+    reason. Exit status: 0 when everything parsed, 2 when anything was rejected (the first
+    rejection stops the run unless --keep-going), 3 on an internal error (a pathwatch bug).
     """
     from pathwatch.contract import timefmt
     from pathwatch.ingest import registry
@@ -69,9 +71,12 @@ def parse(
     out = sys.stdout.buffer
     records: Counter = Counter()
     rejected: Counter = Counter()
+    progress = _progress(err, inputs)
     try:
         for located in parse_paths(inputs, defaults):
             outcome = located.outcome
+            if progress is not None:
+                progress.advance(progress.task_ids[0], len(outcome.item.raw) + 1)
             if outcome.error is not None:
                 rejected[outcome.format or "?"] += 1
                 err.print(_describe(located.origin, outcome.item.location, outcome.error.field, outcome.error.reason), markup=False)
@@ -87,11 +92,29 @@ def parse(
     except Exception as error:  # a parser bug, not bad input: say so in one line, no traceback
         err.print(f"internal error: {type(error).__name__}: {error} (a pathwatch bug; please report it with the input)", markup=False)
         raise typer.Exit(EXIT_INTERNAL) from None
+    finally:
+        if progress is not None:
+            progress.stop()
     out.flush()
     if summary:
         _summary_table(err, records, rejected)
     if rejected:
         raise typer.Exit(EXIT_REJECTED)
+
+
+def _progress(err: Console, inputs: list[str]):
+    """A bytes progress bar on a terminal's stderr for inputs over 8 MiB; None otherwise."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    if not err.is_terminal:
+        return None
+    total = sum(os.path.getsize(path) for path in inputs if path != "-" and os.path.isfile(path))
+    if total < 8 * 2**20:
+        return None
+    progress = Progress("parsing", BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err, transient=True)
+    progress.add_task("parse", total=total)
+    progress.start()
+    return progress
 
 
 def _summary_table(err: Console, records: Counter, rejected: Counter) -> None:
