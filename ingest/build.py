@@ -107,5 +107,5 @@ def trace_record(ctx: Context, fields: dict[str, Any], hops: list[dict[str, Any]
     fields["as_path_id"] = path_fingerprint(asns) if asns else None
     if "reached" not in fields:
         target = fields.get("destination_ip") or (fields.get("destination") if ip_version(fields.get("destination")) else None)
-        fields["reached"] = same_address(responding[-1], target) if target and responding else (False if target else None)
+        fields["reached"] = (bool(responding) and same_address(responding[-1], target)) if target else None
     return record("trace", ctx, fields)

@@ -20,7 +20,6 @@ from pathwatch.contract import timefmt
 
 from .errors import ParseError
 
-_MISSING = object()
 _TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer"}
 
 
@@ -96,9 +95,7 @@ def number(container: Any, key: str, where: str, *, required: bool = True, minim
             raise ParseError(join(where, key), "missing")
         return None
     kind = value.__class__
-    if kind is int or (kind is float and math.isfinite(value)):
-        pass
-    else:
+    if not (kind is int or (kind is float and math.isfinite(value))):  # fast path for plain numbers
         value = _finite(value, join(where, key))
     if minimum is not None and value < minimum:
         raise ParseError(join(where, key), f"must be >= {minimum:g}, got {value}")

@@ -33,7 +33,6 @@ class Format:
     looks_like: Callable[[Any], bool]
     parse: Callable[[Any, Context], list]
     example: str
-    names_endpoints: bool = False
 
 
 @cache

@@ -94,5 +94,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="atlas.jsonl",
-    names_endpoints=True,
 )

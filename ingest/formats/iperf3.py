@@ -187,5 +187,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="iperf3.jsonl",
-    names_endpoints=True,
 )

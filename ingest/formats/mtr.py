@@ -129,5 +129,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="mtr.jsonl",
-    names_endpoints=True,
 )

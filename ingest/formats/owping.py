@@ -334,5 +334,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="owping.jsonl",
-    names_endpoints=True,
 )

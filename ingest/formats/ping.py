@@ -200,5 +200,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="ping.jsonl",
-    names_endpoints=False,
 )

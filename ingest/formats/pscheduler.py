@@ -289,5 +289,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="pscheduler.jsonl",
-    names_endpoints=True,
 )

@@ -177,5 +177,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="scamper.jsonl",
-    names_endpoints=True,
 )

@@ -143,5 +143,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="tracepath.jsonl",
-    names_endpoints=False,
 )

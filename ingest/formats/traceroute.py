@@ -172,5 +172,4 @@ FORMAT = Format(
     looks_like=looks_like,
     parse=parse,
     example="traceroute.jsonl",
-    names_endpoints=False,
 )
