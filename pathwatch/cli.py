@@ -210,6 +210,52 @@ def _headline(record) -> str:
 
 
 @app.command()
+def detect(
+    inputs: Annotated[list[str], typer.Argument(help="Files of raw envelopes or bare tool output; - reads standard input.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the anomalies (JSON Lines).")],
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Format of bare (unwrapped) inputs, instead of detecting it.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="Detector configuration file (YAML or JSON): enabled detectors and parameters.")] = None,
+    until: Annotated[Optional[str], typer.Option(help="RFC 3339 end of the data for silence checks (default: the latest record's time).")] = None,
+) -> None:
+    """Run every detector over the inputs in event-time order per path and write the anomalies.
+
+    Rejected inputs are reported on standard error (file, line, field, reason) and counted;
+    the run goes on. Exit status: 0 when everything parsed, 2 when anything was rejected.
+    """
+    from pathwatch.models.detect_command import run_detect
+
+    raise typer.Exit(run_detect(inputs, out, format=format, config=config, until=until, console=_err()))
+
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write raw.jsonl, labels.jsonl and mesh.json into.")],
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same files.")] = 1,
+    hosts: Annotated[int, typer.Option(min=3, help="Number of hosts in the full mesh.")] = 7,
+    days: Annotated[int, typer.Option(min=4, help="Days of measurements.")] = 21,
+    start: Annotated[Optional[str], typer.Option(help="RFC 3339 start of the simulated period (default: a fixed date).")] = None,
+) -> None:
+    """Write a simulated measurement mesh with injected pathologies, in the tools' real formats, and its labels."""
+    from pathwatch.sim.command import run_simulate
+
+    raise typer.Exit(run_simulate(out, seed=seed, hosts=hosts, days=days, start=start, console=_err()))
+
+
+@app.command()
+def evaluate(
+    labels: Annotated[Path, typer.Option(help="labels.jsonl: {kind, source, destination, start, end} per injected pathology.")],
+    anomalies: Annotated[Path, typer.Option(help="anomalies.jsonl written by `pathwatch detect`.")],
+    raw: Annotated[Optional[list[Path]], typer.Option(help="The raw input the anomalies came from: runs the WLCG/OSG baseline on it and draws plots.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON instead of tables.")] = False,
+    plots: Annotated[Optional[Path], typer.Option(help="Directory for one PNG per detected case (needs --raw).")] = None,
+) -> None:
+    """Score anomalies against labels per kind (precision, recall, F1, delay, false alarms per 100 path-days), beside the WLCG/OSG baseline."""
+    from pathwatch.evaluation.command import run_evaluate
+
+    raise typer.Exit(run_evaluate(labels, anomalies, raw=raw or [], as_json=json_out, plots=plots, console=_err()))
+
+
+@app.command()
 def version() -> None:
     """Print pathwatch's version and the record contract's schema version."""
     from pathwatch.contract.records import SCHEMA_VERSION

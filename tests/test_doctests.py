@@ -9,7 +9,8 @@ import pkgutil
 # The top-level folders are mapped into the pathwatch package (see pyproject.toml), so each
 # package is walked from its own path rather than from pathwatch's.
 PACKAGES = ("pathwatch", "pathwatch.contract", "pathwatch.ingest", "pathwatch.ingest.formats",
-            "pathwatch.models", "pathwatch.streaming")
+            "pathwatch.models", "pathwatch.models.detectors", "pathwatch.sim", "pathwatch.evaluation",
+            "pathwatch.streaming")
 
 
 def _modules():

@@ -1,0 +1,148 @@
+"""The anomaly record every detector emits, and its deterministic id.
+
+An anomaly is one episode on one path: it opens once (``end`` is ``None``), may be re-emitted
+with the same ``id`` when it grows (higher severity, more evidence), and closes once (``end``
+set). Consumers upsert on ``id``; the last emission of an id is its current state.
+
+>>> a = Anomaly.open("loss_step", "a", "b", start=0.0, detected_at=600.0, severity="warning",
+...                  score=0.9, summary="Loss stepped from 0 to 0.5 %.", evidence={"loss_pct": 0.5})
+>>> a.to_dict()["start"], a.to_dict()["end"], a.is_open
+('1970-01-01T00:00:00Z', None, True)
+>>> Anomaly.from_dict(a.to_dict()) == a
+True
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pathwatch.contract.ids import PATHWATCH_NAMESPACE
+from pathwatch.contract.timefmt import from_epoch, parse_rfc3339
+
+# The anomaly kinds, in the order reports list them.
+KINDS: tuple[str, ...] = (
+    "route_change",
+    "diurnal_saturation",
+    "rising_loss",
+    "mtu_blackhole",
+    "window_limited",
+    "throughput_drop",
+    "latency_shift",
+    "loss_step",
+    "clock_error",
+    "unreachable",
+    "no_data",
+)
+
+# Severities from least to most urgent; tickets map them to priorities.
+SEVERITIES: tuple[str, ...] = ("info", "warning", "major", "critical")
+
+# Bumped whenever a detector's behaviour changes, so stored anomalies say which logic made them.
+DETECTOR_VERSION = "1.0.0"
+
+
+def anomaly_id(kind: str, source: str | None, destination: str | None, start: float) -> str:
+    """UUID5 over kind, path and start (Unix seconds, to the millisecond): one id per episode."""
+    key = f"anomaly|{kind}|{source or ''}|{destination or ''}|{round(start * 1000)}"
+    return str(uuid.uuid5(PATHWATCH_NAMESPACE, key))
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One anomaly episode on one path. Times are Unix seconds in memory, RFC 3339 in JSON."""
+
+    id: str
+    kind: str
+    source: str | None
+    destination: str | None
+    start: float
+    detected_at: float
+    end: float | None
+    severity: str
+    score: float
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    detector_version: str = DETECTOR_VERSION
+
+    @classmethod
+    def open(
+        cls,
+        kind: str,
+        source: str | None,
+        destination: str | None,
+        *,
+        start: float,
+        detected_at: float,
+        severity: str,
+        score: float,
+        summary: str,
+        evidence: dict[str, Any],
+    ) -> Anomaly:
+        if kind not in KINDS:
+            raise ValueError(f"kind: unknown anomaly kind {kind!r}")
+        if severity not in SEVERITIES:
+            raise ValueError(f"severity: unknown severity {severity!r}")
+        return cls(
+            id=anomaly_id(kind, source, destination, start),
+            kind=kind,
+            source=source,
+            destination=destination,
+            start=start,
+            detected_at=detected_at,
+            end=None,
+            severity=severity,
+            score=round(float(score), 4),
+            summary=summary,
+            evidence=evidence,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self.end is None
+
+    def grown(self, *, severity: str, score: float, summary: str, evidence: dict[str, Any]) -> Anomaly:
+        """The same episode with new severity, score, summary and evidence."""
+        return replace(self, severity=severity, score=round(float(score), 4), summary=summary, evidence=evidence)
+
+    def closed(self, end: float, evidence: dict[str, Any] | None = None) -> Anomaly:
+        """The same episode, ended at ``end`` (never before its start)."""
+        merged = {**self.evidence, **(evidence or {})}
+        return replace(self, end=max(end, self.start), evidence=merged)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "source": self.source,
+            "destination": self.destination,
+            "start": from_epoch(self.start),
+            "detected_at": from_epoch(self.detected_at),
+            "end": None if self.end is None else from_epoch(self.end),
+            "severity": self.severity,
+            "score": self.score,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "detector_version": self.detector_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Anomaly:
+        def seconds(text: str | None) -> float | None:
+            return None if text is None else parse_rfc3339(text).timestamp()
+
+        return cls(
+            id=data["id"],
+            kind=data["kind"],
+            source=data.get("source"),
+            destination=data.get("destination"),
+            start=seconds(data["start"]),
+            detected_at=seconds(data["detected_at"]),
+            end=seconds(data.get("end")),
+            severity=data["severity"],
+            score=float(data["score"]),
+            summary=data["summary"],
+            evidence=dict(data.get("evidence") or {}),
+            detector_version=data.get("detector_version", DETECTOR_VERSION),
+        )

@@ -1,0 +1,104 @@
+"""What every detector is: per-path state, fed observations in event-time order, emitting anomalies.
+
+A detector instance watches one directed path. ``observe`` takes the next observation (already
+in time order) and returns the anomalies it opened, grew or closed; ``deadline`` names the next
+event time at which ``on_time`` must run even without data (the silence detector uses it), so a
+Flink event-time timer and the offline replay call it at the same moments. Instances hold only
+plain Python values and pickle, which is what Flink keyed state and checkpoints need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from pathwatch.models.anomaly import SEVERITIES, Anomaly
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of each detector's parameters (a frozen dataclass of numbers with defaults)."""
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], *, where: str) -> Params:
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        converted = {}
+        for name, value in values.items():
+            default = getattr(cls(), name)
+            if isinstance(default, bool) or not isinstance(default, (int, float)):
+                converted[name] = value
+            elif not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"{where}.{name}: expected a number, got {value!r}")
+            else:
+                converted[name] = type(default)(value) if isinstance(default, float) else value
+        return cls(**converted)
+
+
+class Detector:
+    """Base class: subclasses set ``name``, ``kinds``, ``reads`` and ``Params`` and implement ``observe``."""
+
+    name: ClassVar[str]
+    kinds: ClassVar[tuple[str, ...]]
+    reads: ClassVar[tuple[type, ...]]
+    Params: ClassVar[type[Params]]
+
+    def __init__(self, source: str | None, destination: str | None, params: Params | None = None):
+        self.source = source
+        self.destination = destination
+        self.p = params if params is not None else self.Params()
+        self.episodes: dict[str, Anomaly] = {}
+
+    # --- the interface the monitor calls -------------------------------------------------
+    def observe(self, obs: Any) -> list[Anomaly]:
+        raise NotImplementedError
+
+    def deadline(self) -> float | None:
+        return None
+
+    def on_time(self, now: float) -> list[Anomaly]:
+        return []
+
+    # --- episode bookkeeping shared by all detectors --------------------------------------
+    def is_open(self, kind: str) -> bool:
+        return kind in self.episodes
+
+    def open(self, kind: str, *, start: float, at: float, severity: str, score: float, summary: str,
+             evidence: dict[str, Any]) -> list[Anomaly]:
+        """Open an episode of ``kind`` (no-op when one is open: anomalies do not re-fire)."""
+        if kind in self.episodes:
+            return []
+        anomaly = Anomaly.open(kind, self.source, self.destination, start=start, detected_at=at,
+                               severity=severity, score=score, summary=summary, evidence=evidence)
+        self.episodes[kind] = anomaly
+        return [anomaly]
+
+    def grow(self, kind: str, *, severity: str, score: float, summary: str, evidence: dict[str, Any]) -> list[Anomaly]:
+        """Re-emit an open episode when its severity rises; otherwise keep quiet."""
+        current = self.episodes.get(kind)
+        if current is None or SEVERITIES.index(severity) <= SEVERITIES.index(current.severity):
+            return []
+        grown = current.grown(severity=severity, score=max(score, current.score), summary=summary, evidence=evidence)
+        self.episodes[kind] = grown
+        return [grown]
+
+    def close(self, kind: str, end: float, evidence: dict[str, Any] | None = None) -> list[Anomaly]:
+        current = self.episodes.pop(kind, None)
+        return [] if current is None else [current.closed(end, evidence)]
+
+
+def severity_for(value: float, warning: float, major: float, critical: float) -> str:
+    """Map a magnitude onto the severity ladder by three ascending thresholds.
+
+    >>> severity_for(0.5, 0.3, 0.6, 0.9), severity_for(0.95, 0.3, 0.6, 0.9)
+    ('warning', 'critical')
+    """
+    if value >= critical:
+        return "critical"
+    if value >= major:
+        return "major"
+    if value >= warning:
+        return "warning"
+    return "info"

@@ -1,0 +1,72 @@
+"""Detector configuration: which detectors run and their parameters, from a file or defaults.
+
+A config file (YAML or JSON) maps detector names to parameter overrides; ``enabled`` lists the
+detectors to run (all by default)::
+
+    enabled: [route, levels, loss, diurnal, throughput_cause, clock, silence]
+    levels: {shift_runs: 4}
+
+>>> DetectorConfig.from_mapping({"silence": {"misses": 4}}).params["silence"].misses
+4.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathwatch.models.base import Detector, Params
+
+
+def detector_classes() -> dict[str, type[Detector]]:
+    """Every detector class by name, in the order a monitor runs them."""
+    from pathwatch.models.detectors import ALL
+
+    return {cls.name: cls for cls in ALL}
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    enabled: tuple[str, ...] = ()
+    params: dict[str, Params] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        classes = detector_classes()
+        if not self.enabled:
+            object.__setattr__(self, "enabled", tuple(classes))
+        unknown = [name for name in self.enabled if name not in classes]
+        if unknown:
+            raise ValueError(f"enabled: unknown detector(s) {', '.join(unknown)}; known: {', '.join(classes)}")
+        filled = {name: self.params.get(name) or classes[name].Params() for name in classes}
+        object.__setattr__(self, "params", filled)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any], *, where: str = "config") -> DetectorConfig:
+        classes = detector_classes()
+        data = dict(data or {})
+        enabled = data.pop("enabled", None)
+        if enabled is not None and (not isinstance(enabled, list) or not all(isinstance(e, str) for e in enabled)):
+            raise ValueError(f"{where}.enabled: expected a list of detector names")
+        params = {}
+        for name, values in data.items():
+            if name not in classes:
+                raise ValueError(f"{where}: unknown detector {name!r}; known: {', '.join(classes)}")
+            if not isinstance(values, dict):
+                raise ValueError(f"{where}.{name}: expected a mapping of parameters")
+            params[name] = classes[name].Params.from_mapping(values, where=f"{where}.{name}")
+        return cls(enabled=tuple(enabled or ()), params=params)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> DetectorConfig:
+        import yaml
+
+        text = Path(path).read_text()
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of detector names to parameters")
+        return cls.from_mapping(data, where=str(path))
+
+    def build(self, source: str | None, destination: str | None) -> list[Detector]:
+        classes = detector_classes()
+        return [classes[name](source, destination, self.params[name]) for name in self.enabled]

@@ -1,0 +1,1 @@
+"""Scoring anomalies against labels, beside the WLCG/OSG baseline rules."""

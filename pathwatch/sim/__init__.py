@@ -1,0 +1,1 @@
+"""The labelled mesh simulator: realistic raw tool outputs with injected pathologies, and their labels."""
