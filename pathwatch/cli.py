@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,12 +27,15 @@ EXIT_INTERNAL = 3
 
 
 def _err() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    from pathwatch.console import err_console
+
+    return err_console()
 
 
 def _describe(origin: str, location: str, field: str | None, reason: str) -> str:
-    where = f"{origin}, {location}" if location != "file" else origin
-    return f"{where}, field {field}: {reason}" if field else f"{where}: {reason}"
+    from pathwatch.console import describe_reject
+
+    return describe_reject(origin, location, field, reason)
 
 
 @app.command()
@@ -103,18 +105,9 @@ def parse(
 
 
 def _progress(err: Console, inputs: list[str]):
-    """A bytes progress bar on a terminal's stderr for inputs over 8 MiB; None otherwise."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    from pathwatch.console import bytes_progress
 
-    if not err.is_terminal:
-        return None
-    total = sum(os.path.getsize(path) for path in inputs if path != "-" and os.path.isfile(path))
-    if total < 8 * 2**20:
-        return None
-    progress = Progress("parsing", BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err, transient=True)
-    progress.add_task("parse", total=total)
-    progress.start()
-    return progress
+    return bytes_progress(err, inputs)
 
 
 def _summary_table(err: Console, records: Counter, rejected: Counter) -> None:
@@ -222,7 +215,7 @@ def detect(
     Rejected inputs are reported on standard error (file, line, field, reason) and counted;
     the run goes on. Exit status: 0 when everything parsed, 2 when anything was rejected.
     """
-    from pathwatch.models.detect_command import run_detect
+    from pathwatch.detect import run_detect
 
     raise typer.Exit(run_detect(inputs, out, format=format, config=config, until=until, console=_err()))
 
