@@ -1,0 +1,107 @@
+"""clock_error: one-way delays that cannot be true.
+
+A one-way delay sample is bad when its minimum is negative, when it is absurd (beyond
+``absurd_ms``), when the tool says the clocks are unsynchronised, or when its reported maximum
+clock error exceeds ``max_error_ms`` (WLCG flags corrections over 100 ms). The delay floor may
+also drift: a steady Theil–Sen slope of the minimum delay over ``drift_window`` samples, far
+steeper than any queueing or routing change, is a clock running away. ``bad_needed`` bad
+samples among the last ``bad_window`` open the anomaly; ``good_needed`` good ones in a row close it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import kendalltau, theilslopes
+
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params
+from pathwatch.models.observe import LatencyObs
+
+
+@dataclass(frozen=True)
+class ClockParams(Params):
+    negative_ms: float = -0.05      # minimum delays below this are impossible
+    absurd_ms: float = 5000.0       # one-way delays above this are not a network
+    max_error_ms: float = 50.0      # reported clock error above this is a clock problem
+    bad_window: int = 3
+    bad_needed: int = 2
+    good_needed: int = 6
+    drift_window: int = 18          # samples in the drift check
+    drift_ms_per_h: float = 3.0     # slope of the delay floor that only a clock makes
+    drift_tau: float = 0.8          # and this monotone (Kendall's tau)
+
+
+class ClockDetector(Detector):
+    name = "clock"
+    kinds = ("clock_error",)
+    reads = (LatencyObs,)
+    Params = ClockParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
+        self.floor: deque[tuple[float, float]] = deque(maxlen=self.p.drift_window)
+        self.good = 0
+        self.first_bad: float | None = None
+        self.facts: dict = {}
+
+    def observe(self, obs: LatencyObs) -> list[Anomaly]:
+        if not obs.ok or not obs.one_way or obs.delay_min_ms is None or obs.lost >= obs.sent > 0:
+            return []
+        reasons = self._instant(obs)
+        if obs.loss is None or obs.loss < 0.5:
+            self.floor.append((obs.t, obs.delay_min_ms))
+        drift = None if reasons else self._drift()
+        if drift is not None:
+            reasons.append(f"delay floor drifting {drift:+.1f} ms/h")
+            self.facts["drift_ms_per_h"] = round(drift, 2)
+        bad = bool(reasons)
+        self.recent.append(bad)
+        if not bad:
+            self.good += 1
+            if self.good >= self.p.good_needed:
+                self.first_bad, self.facts = None, {}
+                return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
+            return []
+        self.good = 0
+        if not self.is_open("clock_error") and not any(list(self.recent)[:-1]):
+            self.first_bad = obs.t      # the first bad sample of this run of bad ones
+        self.facts.setdefault("reasons", [])
+        for reason in reasons:
+            if reason not in self.facts["reasons"] and len(self.facts["reasons"]) < 5:
+                self.facts["reasons"].append(reason)
+        self.facts.update({"delay_min_ms": obs.delay_min_ms, "max_clock_error_ms": obs.clock_error_ms,
+                           "synchronized": obs.synchronized})
+        if sum(self.recent) < self.p.bad_needed:
+            return []
+        return self.open("clock_error", start=self.first_bad, at=obs.t, severity="major", score=1.0,
+                         summary=f"Clock trouble on {self.source} → {self.destination}: {'; '.join(self.facts['reasons'][:2])}.",
+                         evidence=dict(self.facts))
+
+    def _instant(self, obs: LatencyObs) -> list[str]:
+        reasons = []
+        if obs.delay_min_ms < self.p.negative_ms:
+            reasons.append(f"negative one-way delay ({obs.delay_min_ms:.1f} ms)")
+        if (obs.delay_median_ms or obs.delay_min_ms) > self.p.absurd_ms:
+            reasons.append(f"absurd one-way delay ({obs.delay_median_ms or obs.delay_min_ms:,.0f} ms)")
+        if obs.clock_error_ms is not None and obs.clock_error_ms > self.p.max_error_ms:
+            reasons.append(f"clock error estimate {obs.clock_error_ms:,.0f} ms")
+        if obs.synchronized is False:
+            reasons.append("clocks reported unsynchronised")
+        return reasons
+
+    def _drift(self) -> float | None:
+        if len(self.floor) < self.p.drift_window:
+            return None
+        t = np.array([p[0] for p in self.floor]) / 3600.0
+        y = np.array([p[1] for p in self.floor])
+        if np.ptp(y) < self.p.drift_ms_per_h * np.ptp(t) * 0.5:
+            return None
+        slope = theilslopes(y, t).slope
+        if abs(slope) < self.p.drift_ms_per_h:
+            return None
+        tau = kendalltau(t, y).statistic
+        return slope if abs(tau) >= self.p.drift_tau else None

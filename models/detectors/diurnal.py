@@ -1,0 +1,185 @@
+"""diurnal_saturation: the same busy hours every day, with throughput in a trough.
+
+Every ``every_s`` the last ``window_days`` of throughput runs are searched for the hour-of-day
+window (``widths`` hours wide, any start) whose runs sit lowest against the rest of the day. It
+is saturation when that trough is deep (``depth`` below the rest), significant (one-sided
+Mann–Whitney), and there on at least ``min_days`` separate days — a mild daily swing, one bad
+afternoon or a level drop do not qualify. Queueing delay and loss in the same hours, from the
+latency tests, are reported as corroboration. Paths without throughput tests are judged on
+queueing delay alone (a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
+rest). It closes once ``quiet_days`` whole days pass without the trough.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.observe import LatencyObs, ThroughputObs
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class DiurnalParams(Params):
+    window_days: float = 3.0
+    every_s: float = 4 * 3600.0    # how often the search runs
+    depth: float = 0.3             # busy-hour median at least this far below the rest of the day
+    min_days: int = 2              # separate days that show the trough
+    min_in: int = 4                # runs inside the window needed
+    alpha: float = 1e-3            # Mann-Whitney level
+    quiet_days: int = 2
+    queue_rise_ms: float = 3.0     # latency-only paths: busy-hour queueing rise ...
+    queue_factor: float = 3.0      # ... and ratio to the rest of the day
+
+
+WIDTHS = (3, 4, 5, 6, 8)
+
+
+def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int) -> tuple[int, int, float] | None:
+    """(start hour, width, depth) of the hour-of-day window where ``x`` is worst against the rest.
+
+    Depth is 1 − in/out of the medians when lower is worse (throughput), in/out − 1 otherwise.
+    """
+    hours = (t % DAY) / 3600.0
+    best = None
+    for width in WIDTHS:
+        for start in range(24):
+            inside = ((hours - start) % 24) < width
+            n_in = int(inside.sum())
+            if n_in < min_in or len(x) - n_in < 2 * min_in:
+                continue
+            m_in, m_out = np.median(x[inside]), np.median(x[~inside])
+            if m_out <= 0:
+                continue
+            depth = 1 - m_in / m_out if lower_is_worse else m_in / m_out - 1
+            if best is None or depth > best[2] + 1e-9:
+                best = (start, width, float(depth))
+    return best
+
+
+class DiurnalDetector(Detector):
+    name = "diurnal"
+    kinds = ("diurnal_saturation",)
+    reads = (ThroughputObs, LatencyObs)
+    Params = DiurnalParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.runs: deque[tuple[float, float]] = deque()
+        self.queue: deque[tuple[float, float, float]] = deque()   # (t, median - min delay, loss)
+        self.next_check: float | None = None
+        self.window: tuple[int, int] | None = None
+        self.last_trough_day: int | None = None
+
+    def observe(self, obs) -> list[Anomaly]:
+        if isinstance(obs, ThroughputObs):
+            if obs.ok and not obs.udp and obs.bps:
+                self.runs.append((obs.t, obs.bps))
+        elif obs.ok and obs.sent and obs.lost < obs.sent and obs.delay_min_ms is not None and obs.delay_median_ms is not None:
+            self.queue.append((obs.t, obs.delay_median_ms - obs.delay_min_ms, obs.loss or 0.0))
+        horizon = obs.t - self.p.window_days * DAY
+        for series in (self.runs, self.queue):
+            while series and series[0][0] < horizon:
+                series.popleft()
+        if self.next_check is None:
+            self.next_check = obs.t + self.p.every_s
+        if obs.t < self.next_check:
+            return []
+        self.next_check = obs.t + self.p.every_s
+        return self._check(obs.t)
+
+    def _check(self, now: float) -> list[Anomaly]:
+        found = self._trough()
+        if self.is_open("diurnal_saturation"):
+            if found is not None:
+                self.last_trough_day = int(found["last_day"])
+            elif self.last_trough_day is not None and now // DAY - self.last_trough_day > self.p.quiet_days:
+                start, width = self.window
+                end = self.last_trough_day * DAY + (start + width) * 3600.0
+                self.window = self.last_trough_day = None
+                return self.close("diurnal_saturation", end, {"ended": "no busy-hour trough for whole days"})
+            return []
+        if found is None:
+            return []
+        self.window = (found["start_hour"], found["width_h"])
+        self.last_trough_day = int(found["last_day"])
+        start, width = self.window
+        busy = f"{start:02d}:00–{(start + width) % 24:02d}:00 UTC"
+        what = f"throughput {100 * found['depth']:.0f} % below the rest of the day" if found["signal"] == "throughput" \
+            else f"queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
+        return self.open(
+            "diurnal_saturation", start=found["first_t"], at=now,
+            severity=severity_for(found["depth"], 0.0, 0.5, 0.8), score=min(1.0, found["depth"] + 0.3),
+            summary=f"Daily saturation {busy}: {what} on {found['days']} days.",
+            evidence={k: v for k, v in found.items() if k not in ("first_t", "last_day")} | {"busy_hours_utc": busy},
+        )
+
+    def _trough(self) -> dict | None:
+        p = self.p
+        if len(self.runs) >= 3 * p.min_in:
+            t = np.array([r[0] for r in self.runs])
+            x = np.array([r[1] for r in self.runs])
+            return self._judge(t, x, lower_is_worse=True, signal="throughput")
+        if len(self.queue) >= 6 * p.min_in:
+            t = np.array([q[0] for q in self.queue])
+            x = np.array([q[1] for q in self.queue]) + 0.1   # ms floor keeps ratios finite
+            return self._judge(t, x, lower_is_worse=False, signal="queueing")
+        return None
+
+    def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str) -> dict | None:
+        p = self.p
+        if t[-1] - t[0] < (p.min_days - 0.5) * DAY:
+            return None
+        found = busy_window(t, x, lower_is_worse, p.min_in)
+        if found is None:
+            return None
+        start, width, depth = found
+        inside = (((t % DAY) / 3600.0 - start) % 24) < width
+        x_in, x_out = x[inside], x[~inside]
+        m_out = np.median(x_out)
+        if lower_is_worse:
+            if depth < p.depth:
+                return None
+        elif np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1:
+            return None
+        alternative = "less" if lower_is_worse else "greater"
+        if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
+            return None
+        days = (t // DAY).astype(int)
+        trough_days = []
+        for day in np.unique(days[inside]):
+            sel = inside & (days == day)
+            ratio = np.median(x[sel]) / m_out
+            if (1 - ratio if lower_is_worse else ratio - 1) >= 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1):
+                trough_days.append(int(day))
+        if len(trough_days) < p.min_days:
+            return None
+        first_t = float(t[inside & (days == trough_days[0])][0])
+        facts = {"signal": signal, "start_hour": int(start), "width_h": int(width), "depth": round(depth, 3),
+                 "days": len(trough_days), "first_t": first_t, "last_day": trough_days[-1]}
+        if lower_is_worse:
+            facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
+        else:
+            facts.update({"busy_queue_ms": round(float(np.median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
+        facts.update(self._corroboration(start, width))
+        return facts
+
+    def _corroboration(self, start: int, width: int) -> dict:
+        if len(self.queue) < 12:
+            return {}
+        t = np.array([q[0] for q in self.queue])
+        inside = (((t % DAY) / 3600.0 - start) % 24) < width
+        if inside.all() or not inside.any():
+            return {}
+        q = np.array([v[1] for v in self.queue])
+        loss = np.array([v[2] for v in self.queue])
+        return {"busy_queueing_ms": round(float(np.median(q[inside])), 2),
+                "other_queueing_ms": round(float(np.median(q[~inside])), 2),
+                "busy_loss_pct": round(100 * float(loss[inside].mean()), 4),
+                "other_loss_pct": round(100 * float(loss[~inside].mean()), 4)}

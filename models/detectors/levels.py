@@ -1,0 +1,202 @@
+"""Level shifts: throughput_drop and window_limited (throughput), latency_shift (delay).
+
+Each series keeps a robust baseline (median and MAD of recent normal values). A shift opens when
+every value over at least ``*_runs`` values and ``*_span_s`` seconds sits beyond the baseline by
+more than the larger of an absolute floor, a fraction of the baseline and ``k`` MADs — a
+persistent level change, not an outlier or a busy hour. It closes when values come back.
+
+A throughput drop whose runs are flat, retransmit nothing and move a steady
+``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead; runs that
+stall at the start are left to the MTU detector.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.observe import LatencyObs, ThroughputObs
+
+
+@dataclass(frozen=True)
+class LevelParams(Params):
+    baseline: int = 24               # normal values kept for the baseline
+    min_baseline: int = 6            # values needed before judging
+    k_mad: float = 4.0               # MADs beyond the baseline that count as shifted
+    tput_drop_frac: float = 0.3      # throughput below (1 - this) x baseline is low
+    tput_runs: int = 3               # consecutive low runs ...
+    tput_span_s: float = 8 * 3600.0  # ... covering at least this long
+    delay_abs_ms: float = 1.0        # delay shifts smaller than this are ignored
+    delay_rel: float = 0.05          # ... and smaller than this fraction of the baseline
+    delay_runs: int = 3              # consecutive shifted samples ...
+    delay_span_s: float = 1800.0     # ... covering at least this long
+    delay_settle_s: float = 3 * 86400.0  # a delay shift lasting this long becomes the new normal
+    window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV) ...
+    window_spread_max: float = 0.15  # ... and their implied window this steady across runs
+    window_retrans_max: int = 0      # ... and retransmit at most this much
+    stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
+
+
+def mad(values) -> float:
+    m = median(values)
+    return median(abs(v - m) for v in values)
+
+
+class _Shift:
+    """A robust level-shift tracker for one series: baseline values and the current run of outliers."""
+
+    __slots__ = ("base", "pending", "frozen")
+
+    def __init__(self, size: int):
+        self.base: deque[float] = deque(maxlen=size)
+        self.pending: list[tuple[float, float]] = []   # (t, value) beyond the baseline, same direction
+        self.frozen: tuple[float, float] | None = None  # (median, threshold) while a shift is open
+
+    def reference(self, k: float, floor: float, rel: float) -> tuple[float, float]:
+        if self.frozen is not None:
+            return self.frozen
+        m = median(self.base)
+        return m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base))
+
+
+class LevelDetector(Detector):
+    name = "levels"
+    kinds = ("throughput_drop", "window_limited", "latency_shift")
+    reads = (ThroughputObs, LatencyObs)
+    Params = LevelParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.tput = _Shift(self.p.baseline)
+        self.low_runs: list[ThroughputObs] = []
+        self.delay = _Shift(self.p.baseline)
+        self.delay_dir = 0
+        self.tput_kind: str | None = None
+
+    def observe(self, obs) -> list[Anomaly]:
+        if isinstance(obs, ThroughputObs):
+            return self._throughput(obs)
+        return self._latency(obs)
+
+    # ------------------------------------------------------------------ throughput
+    def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
+        if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
+            return []
+        if len(self.tput.base) < self.p.min_baseline:
+            self.tput.base.append(obs.bps)
+            return []
+        base, spread = self.tput.reference(self.p.k_mad, 0.0, self.p.tput_drop_frac)
+        low = obs.bps < base - spread
+        if self.tput_kind is not None:
+            if low:
+                return []
+            self.tput.frozen = None
+            kind, self.tput_kind = self.tput_kind, None
+            self.low_runs.clear()
+            return self.close(kind, obs.t, {"recovered_bps": obs.bps})
+        if not low:
+            self.low_runs.clear()
+            self.tput.base.append(obs.bps)
+            return []
+        self.low_runs.append(obs)
+        runs = self.low_runs
+        if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
+            return []
+        self.tput.frozen = (base, spread)
+        level = median(r.bps for r in runs)
+        drop = 1 - level / base
+        window = self._window_limit(runs)
+        evidence = {
+            "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
+            "runs": len(runs), "retransmits": [r.retransmits for r in runs],
+        }
+        score = min(1.0, drop / 0.8)
+        severity = severity_for(drop, 0.0, 0.5, 0.8)
+        if window is not None:
+            self.tput_kind = "window_limited"
+            evidence.update(window)
+            return self.open(
+                "window_limited", start=runs[0].t, at=obs.t, severity=severity, score=score,
+                summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s ≈ window {window['window_bytes'] / 1024:,.0f} KiB / "
+                        f"RTT {window['rtt_ms']:.0f} ms, no retransmits: a TCP window limit "
+                        f"({100 * drop:.0f} % below the {base / 1e6:,.0f} Mb/s baseline).",
+                evidence=evidence,
+            )
+        self.tput_kind = "throughput_drop"
+        return self.open(
+            "throughput_drop", start=runs[0].t, at=obs.t, severity=severity, score=score,
+            summary=f"Throughput dropped {100 * drop:.0f} % from {base / 1e6:,.0f} to {level / 1e6:,.0f} Mb/s.",
+            evidence=evidence,
+        )
+
+    def _window_limit(self, runs: list[ThroughputObs]) -> dict | None:
+        """Evidence of a window limit when every low run is flat, clean and window-steady; else None."""
+        windows, rtts = [], []
+        for run in runs:
+            if run.rtt_ms is None or run.interval_cv is None or run.interval_cv > self.p.window_cv_max:
+                return None
+            if (run.retransmits or 0) > self.p.window_retrans_max:
+                return None
+            windows.append(run.bps * run.rtt_ms / 1000 / 8)
+            rtts.append(run.rtt_ms)
+        w = median(windows)
+        if w <= 0 or (max(windows) - min(windows)) / w > self.p.window_spread_max:
+            return None
+        return {"window_bytes": round(w), "rtt_ms": round(median(rtts), 3),
+                "interval_cv": round(max(r.interval_cv for r in runs), 4)}
+
+    # ------------------------------------------------------------------ delay
+    def _latency(self, obs: LatencyObs) -> list[Anomaly]:
+        value = obs.delay_min_ms
+        if (not obs.ok or value is None or obs.sent == 0 or obs.lost >= obs.sent or value < 0
+                or (obs.clock_error_ms or 0) > 50 or obs.synchronized is False):
+            return []
+        shift = self.delay
+        if len(shift.base) < self.p.min_baseline:
+            shift.base.append(value)
+            return []
+        base, threshold = shift.reference(self.p.k_mad, self.p.delay_abs_ms, self.p.delay_rel)
+        direction = (value > base + threshold) - (value < base - threshold)
+        if self.is_open("latency_shift"):
+            opened = self.episodes["latency_shift"]
+            if direction != self.delay_dir:
+                return self._delay_reset(obs.t, "delay returned to its baseline")
+            if obs.t - opened.start >= self.p.delay_settle_s:
+                out = self._delay_reset(obs.t, "the new delay became the path's normal")
+                shift.base.clear()
+                shift.base.extend(v for _, v in shift.pending[-self.p.baseline:])
+                shift.pending.clear()
+                return out
+            shift.pending.append((obs.t, value))
+            return []
+        if direction == 0 or (shift.pending and direction != self.delay_dir):
+            shift.pending.clear()
+            if direction == 0:
+                shift.base.append(value)
+                return []
+        self.delay_dir = direction
+        shift.pending.append((obs.t, value))
+        first_t = shift.pending[0][0]
+        if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
+            return []
+        shift.frozen = (base, threshold)
+        level = median(v for _, v in shift.pending)
+        step = level - base
+        what = "one-way delay" if obs.one_way else "RTT"
+        return self.open(
+            "latency_shift", start=first_t, at=obs.t,
+            severity=severity_for(abs(step) / max(base, 1.0), 0.0, 0.25, 1.0),
+            score=min(1.0, abs(step) / max(threshold, 1e-9) / 4),
+            summary=f"Minimum {what} shifted {step:+.1f} ms (from {base:.1f} to {level:.1f} ms).",
+            evidence={"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
+                      "threshold_ms": round(threshold, 3), "samples": len(shift.pending), "one_way": obs.one_way},
+        )
+
+    def _delay_reset(self, t: float, why: str) -> list[Anomaly]:
+        self.delay.frozen = None
+        self.delay.pending.clear()
+        self.delay_dir = 0
+        return self.close("latency_shift", t, {"ended": why})

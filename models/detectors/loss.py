@@ -1,0 +1,273 @@
+"""loss_step and rising_loss: packet loss that appears where there was none, as a step or a slope.
+
+Latency results are summed into hourly bins of (lost, sent). Each completed hour, the recent bins
+are split where a two-rate Poisson model fits best; when the loss after the split is far above
+the path's reference rate (binomial test), two shapes compete by likelihood: a step (one
+constant rate after some hour) and a ramp (a rate growing linearly from the reference after some
+hour). The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
+least ``step_hours``) or ``rising_loss``; until then the detector waits. Both close when loss
+falls back for ``recover_hours``.
+
+The LAG-member signature is read from throughput runs: about one in k runs (the flows hashed onto
+the failing member) retransmit heavily at a lower rate while the others stay clean, at any hour
+of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac`` of recent runs,
+spread over the day, ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import binom
+
+from pathwatch.contract.timefmt import from_epoch
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.observe import LatencyObs, ThroughputObs
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class LossParams(Params):
+    history_hours: int = 7 * 24     # hourly bins kept
+    recent_hours: int = 48          # bins searched for the change
+    min_reference: int = 24         # reference bins needed before judging
+    rate_floor: float = 1e-6        # reference loss rate never taken as lower than this
+    alpha: float = 1e-6             # binomial test level for "more loss than the reference"
+    min_rate: float = 1e-4          # loss after the change must reach this (0.01 %)
+    shape_margin: float = 3.0       # log-likelihood lead the ramp or the step needs to name the shape
+    step_hours: int = 6             # a flat elevated rate this long is a step
+    step_min_lost: int = 20         # with at least this many packets lost
+    recover_hours: int = 6          # bins back near the reference that close an episode
+    lag_runs: int = 48              # throughput runs in the LAG window
+    lag_min_runs: int = 3           # degraded runs needed
+    lag_min_frac: float = 0.08      # degraded fraction between these two
+    lag_max_frac: float = 0.6
+    lag_retrans_factor: float = 5.0  # degraded: retransmits this many times the clean level ...
+    lag_retrans_min: int = 10        # ... and at least this many ...
+    lag_rate_drop: float = 0.15      # ... at a rate this fraction below the clean median
+    lag_outlier_rate: float = 0.01   # degraded runs expected on a healthy path
+    lag_alpha: float = 1e-3
+    lag_busy_share: float = 0.7      # more than this share inside one 6-hour slot of day = diurnal, not LAG
+
+
+def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]:
+    """Index where the bins split best into a reference-rate part and a constant-rate part after it."""
+    best, best_score = len(bins) - 1, -math.inf
+    lost_after = sent_after = 0
+    for i in range(len(bins) - 1, -1, -1):
+        _, lost, sent = bins[i]
+        lost_after += lost
+        sent_after += sent
+        if sent_after == 0 or lost_after == 0:
+            continue
+        rate = lost_after / sent_after
+        if rate <= p0:
+            continue
+        score = lost_after * math.log(rate / p0) - sent_after * (rate - p0)
+        if score > best_score:
+            best, best_score = i, score
+    return best, best_score
+
+
+def _llr_step(after: list[tuple[int, int, int]], p0: float) -> float:
+    """Log-likelihood gain of one constant rate over the reference rate on ``after``."""
+    lost = sum(b[1] for b in after)
+    sent = sum(b[2] for b in after)
+    rate = lost / sent
+    return lost * math.log(rate / p0) - sent * (rate - p0) if rate > p0 else 0.0
+
+
+def _llr_ramp(bins: list[tuple[int, int, int]], p0: float) -> tuple[float, float, float]:
+    """Best (gain, start time, slope per second) of a rate rising linearly from ``p0`` after some bin.
+
+    The rate in bin i is p0 + b·max(0, t_i − t0); b is fitted by maximum likelihood for each start.
+    """
+    hours = np.array([b[0] for b in bins], dtype=float)
+    lost = np.array([b[1] for b in bins], dtype=float)
+    sent = np.array([b[2] for b in bins], dtype=float)
+    best = (0.0, hours[0] * 3600.0, 0.0)
+    for t0 in hours[:-3]:
+        x = np.maximum(0.0, hours + 0.5 - t0) * 3600.0
+        use = x > 0
+        xs, ls, ss = x[use], lost[use], sent[use]
+
+        def score(b: float) -> float:
+            return float(np.sum(ls * xs / (p0 + b * xs)) - np.sum(ss * xs))
+
+        if score(0.0) <= 0:
+            continue
+        hi = 1e-9
+        while score(hi) > 0:
+            hi *= 4
+        b = brentq(score, 0.0, hi, xtol=1e-16)
+        rate = p0 + b * x
+        gain = float(np.sum(lost * np.log(rate / p0) - sent * (rate - p0)))
+        if gain > best[0]:
+            best = (gain, t0 * 3600.0, b)
+    return best
+
+
+class LossDetector(Detector):
+    name = "loss"
+    kinds = ("rising_loss", "loss_step")
+    reads = (LatencyObs, ThroughputObs)
+    Params = LossParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.bins: deque[tuple[int, int, int]] = deque(maxlen=self.p.history_hours)
+        self.current: list[int] | None = None   # [hour, lost, sent]
+        self.reference_rate: float | None = None  # frozen while an episode is open
+        self.loss_kind: str | None = None
+        self.quiet_hours = 0
+        self.clean: deque[tuple[float, int]] = deque(maxlen=24)   # (bps, retransmits) of clean runs
+        self.runs: deque[tuple[float, bool, float, int]] = deque(maxlen=self.p.lag_runs)
+        self.lag_open = False
+
+    def observe(self, obs) -> list[Anomaly]:
+        if isinstance(obs, LatencyObs):
+            return self._latency(obs)
+        return self._throughput(obs)
+
+    # ------------------------------------------------------------------ latency loss
+    def _latency(self, obs: LatencyObs) -> list[Anomaly]:
+        if not obs.ok or obs.sent == 0 or obs.lost >= obs.sent:
+            return []
+        hour = int(obs.t // 3600)
+        out: list[Anomaly] = []
+        if self.current is not None and hour != self.current[0]:
+            self.bins.append(tuple(self.current))
+            out = self._judge(obs.t)
+            self.current = None
+        if self.current is None:
+            self.current = [hour, 0, 0]
+        self.current[1] += obs.lost
+        self.current[2] += obs.sent
+        return out
+
+    def _judge(self, now: float) -> list[Anomaly]:
+        p = self.p
+        bins = list(self.bins)
+        if self.loss_kind is not None:
+            return self._maybe_recovered(bins, now)
+        recent = bins[-p.recent_hours:]
+        reference = bins[: -p.recent_hours] if len(bins) > p.recent_hours else []
+        if len(reference) < p.min_reference:
+            if len(bins) < p.min_reference + 6:
+                return []
+            reference, recent = bins[: p.min_reference], bins[p.min_reference:]
+        ref_lost = sum(b[1] for b in reference)
+        ref_sent = sum(b[2] for b in reference)
+        p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
+        split, _ = _llr_split(recent, p0)
+        after = recent[split:]
+        lost = sum(b[1] for b in after)
+        sent = sum(b[2] for b in after)
+        if sent == 0 or lost / sent < max(p.min_rate, 3 * p0) or binom.sf(lost - 1, sent, p0) > p.alpha:
+            return []
+        if len(after) < 4:
+            return []
+        half = len(after) // 2
+        lost1, sent1 = sum(b[1] for b in after[:half]), sum(b[2] for b in after[:half])
+        lost2, sent2 = sum(b[1] for b in after[half:]), sum(b[2] for b in after[half:])
+        rate1, rate2 = lost1 / sent1, lost2 / sent2
+        step_llr = _llr_step(after, p0)
+        ramp_llr, ramp_start, slope = _llr_ramp(recent, p0)
+        start = after[0][0] * 3600.0
+        evidence = {
+            "reference_loss_pct": round(100 * p0, 5), "loss_pct": round(100 * lost / sent, 4),
+            "first_half_loss_pct": round(100 * rate1, 4), "second_half_loss_pct": round(100 * rate2, 4),
+            "hours": len(after), "packets_lost": lost, "packets_sent": sent,
+            "step_llr": round(step_llr, 1), "ramp_llr": round(ramp_llr, 1),
+        }
+        if ramp_llr - step_llr >= p.shape_margin and slope > 0:
+            self.loss_kind, self.reference_rate = "rising_loss", p0
+            per_day = slope * DAY
+            evidence["slope_pct_per_day"] = round(100 * per_day, 4)
+            return self.open(
+                "rising_loss", start=ramp_start, at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+                score=min(1.0, 0.5 + (ramp_llr - step_llr) / 20),
+                summary=f"Loss rising slowly: {100 * rate1:.3f} % → {100 * rate2:.3f} % over {len(after)} h "
+                        f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
+                evidence=evidence,
+            )
+        if step_llr - ramp_llr >= p.shape_margin and len(after) >= p.step_hours and lost >= p.step_min_lost:
+            self.loss_kind, self.reference_rate = "loss_step", p0
+            rate = lost / sent
+            return self.open(
+                "loss_step", start=start, at=now, severity=severity_for(rate, 0.0, 1e-3, 1e-2),
+                score=min(1.0, 0.5 + (step_llr - ramp_llr) / 20),
+                summary=f"Loss stepped from {100 * p0:.4f} % to a steady {100 * rate:.3f} % at {from_epoch(start)}.",
+                evidence=evidence,
+            )
+        return []
+
+    def _maybe_recovered(self, bins: list, now: float) -> list[Anomaly]:
+        last = bins[-1]
+        rate = last[1] / last[2] if last[2] else 0.0
+        threshold = max(3 * (self.reference_rate or 0.0), self.p.min_rate / 2)
+        self.quiet_hours = self.quiet_hours + 1 if rate <= threshold else 0
+        if self.quiet_hours < self.p.recover_hours:
+            return []
+        kind, self.loss_kind, self.quiet_hours = self.loss_kind, None, 0
+        if self.episodes.get(kind) is None or (kind == "rising_loss" and self.lag_open):
+            return []                            # nothing open, or the LAG signature still holds it
+        return self.close(kind, now - self.p.recover_hours * 3600.0, {"recovered_loss_pct": round(100 * rate, 5)})
+
+    # ------------------------------------------------------------------ LAG signature
+    def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
+        p = self.p
+        if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None:
+            return []
+        if len(self.clean) < 6:
+            self.clean.append((obs.bps, obs.retransmits))
+            return []
+        clean_bps = median(b for b, _ in self.clean)
+        clean_retrans = median(r for _, r in self.clean)
+        degraded = (obs.retransmits >= max(p.lag_retrans_min, p.lag_retrans_factor * clean_retrans)
+                    and obs.bps < (1 - p.lag_rate_drop) * clean_bps)
+        if not degraded and obs.bps >= (1 - p.lag_rate_drop) * clean_bps:
+            self.clean.append((obs.bps, obs.retransmits))
+        self.runs.append((obs.t, degraded, obs.bps, obs.retransmits))
+        if self.lag_open:
+            recent = list(self.runs)[-(p.lag_runs // 2):]
+            if any(r[1] for r in recent):
+                return []
+            self.lag_open = False
+            return [] if self.loss_kind == "rising_loss" else self.close("rising_loss", recent[0][0], {"recovered": "no degraded runs"})
+        if self.is_open("rising_loss"):
+            return []
+        flags = [r for r in self.runs if r[1]]
+        n = len(self.runs)
+        if len(flags) < p.lag_min_runs or n < p.lag_runs // 2:
+            return []
+        frac = len(flags) / len([r for r in self.runs if r[0] >= flags[0][0]])   # since the first degraded run
+        if not p.lag_min_frac <= frac <= p.lag_max_frac:
+            return []
+        if binom.sf(len(flags) - 1, n, p.lag_outlier_rate) > p.lag_alpha or self._busy_hours(flags):
+            return []
+        k = max(2, round(1 / frac))
+        self.lag_open = True
+        return self.open(
+            "rising_loss", start=flags[0][0], at=obs.t, severity="warning", score=min(1.0, 0.5 + frac),
+            summary=f"About 1 in {k} throughput runs degraded ({len(flags)} of {n}: retransmits at "
+                    f"{median(r[3] for r in flags):,.0f} vs {clean_retrans:,.0f}, rate "
+                    f"{median(r[2] for r in flags) / 1e6:,.0f} vs {clean_bps / 1e6:,.0f} Mb/s) while the rest are clean: "
+                    f"the signature of a failing member in a {k}-link aggregate.",
+            evidence={"lag_k_estimate": k, "degraded_fraction": round(frac, 3), "degraded_runs": len(flags),
+                      "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
+                      "degraded_times": [from_epoch(r[0]) for r in flags][:8]},
+        )
+
+    def _busy_hours(self, flags: list) -> bool:
+        """True when the degraded runs bunch into one 6-hour slot of the day (a busy hour, not a LAG)."""
+        hours = [int(t // 3600) % 24 for t, *_ in flags]
+        best = max(sum(1 for h in hours if (h - s) % 24 < 6) for s in range(24))
+        return best > self.p.lag_busy_share * len(hours)

@@ -1,0 +1,94 @@
+"""mtu_blackhole: a path MTU drop that swallows big packets.
+
+Two signatures, either enough when seen twice in a row, or together once: tracepath reports a
+path MTU below what the path used to carry (``pmtu 1500`` on a 9000-byte path) and then hears
+nothing past that hop; throughput runs stall at the start — seconds with almost no bytes and
+retransmits while TCP waits for a frag-needed that never comes — and then crawl. Traceroute's
+small probes and owamp look fine, which is why operators miss it. It closes when a run starts
+cleanly and the path MTU is back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params
+from pathwatch.models.observe import ThroughputObs, TraceObs
+
+
+@dataclass(frozen=True)
+class MtuParams(Params):
+    stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall
+    evidence_needed: int = 2    # signatures in a row before opening (one of each kind also does)
+    clean_needed: int = 2       # clean observations in a row that close it
+
+
+class MtuDetector(Detector):
+    name = "mtu"
+    kinds = ("mtu_blackhole",)
+    reads = (ThroughputObs, TraceObs)
+    Params = MtuParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.path_mtu: int | None = None      # the largest path MTU a trace has shown
+        self.signs: list[tuple[float, str, dict]] = []
+        self.clean = 0
+
+    def observe(self, obs) -> list[Anomaly]:
+        sign = self._trace_sign(obs) if isinstance(obs, TraceObs) else self._run_sign(obs)
+        if sign is None:
+            return []
+        if sign is False:
+            self.signs.clear()
+            self.clean += 1
+            if self.clean >= self.p.clean_needed and self.is_open("mtu_blackhole"):
+                return self.close("mtu_blackhole", obs.t, {"recovered": "clean runs and traces"})
+            return []
+        self.clean = 0
+        self.signs.append((obs.t, *sign))
+        kinds = {kind for _, kind, _ in self.signs}
+        if len(self.signs) < self.p.evidence_needed and len(kinds) < 2:
+            return []
+        evidence: dict = {}
+        for _, _, facts in self.signs:
+            evidence.update(facts)
+        evidence["signatures"] = sorted(kinds)
+        return self.open("mtu_blackhole", start=self.signs[0][0], at=obs.t, severity="major",
+                         score=0.9 if len(kinds) == 2 else 0.7, summary=_summary(evidence), evidence=evidence)
+
+    def _trace_sign(self, obs: TraceObs):
+        """(kind, facts) for an MTU drop, False for a trace that shows the full MTU, None for no opinion."""
+        if not obs.ok or (obs.pmtu_bytes is None and obs.min_hop_mtu is None):
+            return None
+        mtu = min(m for m in (obs.pmtu_bytes, obs.min_hop_mtu) if m)
+        if obs.reached and (self.path_mtu is None or mtu >= self.path_mtu):
+            self.path_mtu = max(self.path_mtu or 0, mtu)
+            return False
+        if self.path_mtu is None or mtu >= self.path_mtu:
+            return None
+        ttl = obs.min_hop_mtu_ttl
+        hop = obs.hops[ttl - 1] if ttl and ttl <= len(obs.hops) else None
+        return "trace", {"path_mtu_before": self.path_mtu, "path_mtu_now": mtu, "mtu_drop_ttl": ttl, "mtu_drop_hop": hop,
+                         "silent_after_drop": obs.reached is False}
+
+    def _run_sign(self, obs: ThroughputObs):
+        if not obs.ok or obs.udp or not obs.bps:
+            return None
+        if obs.stall_s >= self.p.stall_s:
+            return "throughput", {"stall_s": obs.stall_s, "stall_retransmits": obs.stall_retransmits,
+                                  "run_bps": round(obs.bps)}
+        return False
+
+
+def _summary(e: dict) -> str:
+    parts = []
+    if "path_mtu_now" in e:
+        where = f" at hop {e['mtu_drop_ttl']} ({e['mtu_drop_hop']})" if e.get("mtu_drop_ttl") else ""
+        silent = " and silence beyond it" if e.get("silent_after_drop") else ""
+        parts.append(f"path MTU falls from {e['path_mtu_before']} to {e['path_mtu_now']}{where}{silent}")
+    if "stall_s" in e:
+        parts.append(f"throughput runs stall {e['stall_s']:.0f} s at the start ({e['stall_retransmits']} retransmits) "
+                     f"then crawl at {e['run_bps'] / 1e6:,.1f} Mb/s")
+    return "MTU black hole: " + "; ".join(parts) + "."

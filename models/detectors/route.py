@@ -1,0 +1,305 @@
+"""route_change and unreachable, from traces (and the reachability that latency and throughput show).
+
+Routes are compared hop by hop: two traces are the same route when every TTL where both got an
+answer has the same address and, when both reached the destination, the same length (silent
+hops and a trace cut short by silence do not make a new route). A path keeps the routes it has
+used (its ECMP variants); a trace on none of them is a candidate change. The candidate opens
+``route_change`` at once when an RTT/OWD step or a new AS confirms it, otherwise when the next
+trace of the same tool takes the new route again — so a path that alternates among known
+variants, or blips for one trace and comes back, stays quiet. An open change closes when the
+old route returns, or when the new one has settled in for ``settle_s``.
+
+``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
+destination that used to answer, or owamp/ping results that lost every packet — with no success
+in between, and closes at the first trace that reaches or sample that gets packets back. A trace
+that stops where the path MTU dropped is left to the MTU detector.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+
+from pathwatch.contract.timefmt import from_epoch
+from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
+
+
+@dataclass(frozen=True)
+class RouteParams(Params):
+    learn_traces: int = 4          # traces per tool whose routes are taken as known without question
+    rtt_step_ms: float = 2.0       # RTT/OWD change that confirms a new route at once ...
+    rtt_step_rel: float = 0.08     # ... and at least this fraction of the baseline
+    settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
+    forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten
+    fail_streak: int = 2           # consecutive failures before unreachable opens
+    reach_history: int = 12        # traces of history that say whether a destination answers
+
+
+def route_of(obs: TraceObs) -> tuple[str | None, ...]:
+    """The answering hops up to the last one that answered (trailing silence dropped)."""
+    hops = obs.hops
+    end = len(hops)
+    while end and hops[end - 1] is None:
+        end -= 1
+    return hops[:end]
+
+
+def same_route(a: tuple, a_reached: bool, b: tuple, b_reached: bool) -> bool:
+    """True when no answering TTL disagrees and, if both reached, the lengths agree.
+
+    >>> same_route(("r1", None, "r3"), True, ("r1", "r2", "r3"), True)
+    True
+    >>> same_route(("r1", "r2", "r3"), True, ("r1", "x2", "r3"), True)
+    False
+    >>> same_route(("r1", "r2"), False, ("r1", "r2", "r3"), True)
+    True
+    """
+    if a_reached and b_reached and len(a) != len(b):
+        return False
+    common = 0
+    for x, y in zip(a, b):
+        if x is not None and y is not None:
+            if x != y:
+                return False
+            common += 1
+    return common > 0
+
+
+def divergence(old: tuple, new: tuple) -> int:
+    """1-based TTL of the first hop where two routes differ (answering hops only)."""
+    for ttl, (x, y) in enumerate(zip(old, new), start=1):
+        if x is not None and y is not None and x != y:
+            return ttl
+    return min(len(old), len(new)) + 1
+
+
+def as_path(asns: tuple) -> tuple[int, ...]:
+    """The AS sequence with repeats and unknowns removed."""
+    out: list[int] = []
+    for asn in asns:
+        if asn is not None and (not out or out[-1] != asn):
+            out.append(asn)
+    return tuple(out)
+
+
+class _Variant:
+    __slots__ = ("hops", "asns", "reached", "first", "last", "count")
+
+    def __init__(self, obs: TraceObs):
+        self.hops = route_of(obs)
+        self.asns = obs.asns[: len(self.hops)]
+        self.reached = bool(obs.reached)
+        self.first = self.last = obs.t
+        self.count = 1
+
+    def matches(self, obs: TraceObs) -> bool:
+        return same_route(self.hops, self.reached, route_of(obs), bool(obs.reached))
+
+
+class _ToolRoutes:
+    """Known routes of one trace tool on one path, and the pending candidate."""
+
+    __slots__ = ("known", "seen", "candidate", "changed_from", "changed_at", "reach")
+
+    def __init__(self, history: int):
+        self.known: list[_Variant] = []
+        self.seen = 0
+        self.candidate: _Variant | None = None
+        self.changed_from: list[_Variant] = []
+        self.changed_at: float | None = None
+        self.reach: deque[bool] = deque(maxlen=history)
+
+    def find(self, obs: TraceObs, among: list[_Variant]) -> _Variant | None:
+        return next((v for v in among if v.matches(obs)), None)
+
+
+class RouteDetector(Detector):
+    name = "route"
+    kinds = ("route_change", "unreachable")
+    reads = (TraceObs, LatencyObs, ThroughputObs)
+    Params = RouteParams
+
+    def __init__(self, source, destination, params=None):
+        super().__init__(source, destination, params)
+        self.tools: dict[str, _ToolRoutes] = {}
+        self.rtts: deque[float] = deque(maxlen=24)      # last-hop RTTs of reached traces on known routes
+        self.delays: deque[float] = deque(maxlen=36)    # latency minimum delays (baseline)
+        self.recent_delays: deque[float] = deque(maxlen=2)
+        self.failures: list[str] = []                    # consecutive failure descriptions
+        self.first_failure: float | None = None
+        self.pmtu_max: int | None = None
+
+    # ------------------------------------------------------------------ dispatch
+    def observe(self, obs) -> list[Anomaly]:
+        if isinstance(obs, TraceObs):
+            return self._trace(obs)
+        if isinstance(obs, LatencyObs):
+            return self._latency(obs)
+        return self._throughput(obs)
+
+    # ------------------------------------------------------------------ reachability
+    def _latency(self, obs: LatencyObs) -> list[Anomaly]:
+        if not obs.ok or obs.sent == 0:
+            return []
+        if obs.lost >= obs.sent:
+            return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets")
+        if obs.delay_min_ms is not None and (obs.loss or 0) < 0.5:
+            self.recent_delays.append(obs.delay_min_ms)
+            if not self.is_open("route_change") and self.tools_candidates() == 0:
+                self.delays.append(obs.delay_min_ms)
+        return self._success(obs.t, "latency packets returned")
+
+    def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
+        if obs.ok and obs.bps:
+            return self._success(obs.t, "throughput test ran")
+        return []
+
+    def tools_candidates(self) -> int:
+        return sum(1 for tool in self.tools.values() if tool.candidate is not None)
+
+    def _failure(self, t: float, what: str) -> list[Anomaly]:
+        if not self.failures:
+            self.first_failure = t
+        self.failures.append(what)
+        if len(self.failures) < self.p.fail_streak or self.is_open("unreachable"):
+            return []
+        return self.open(
+            "unreachable", start=self.first_failure, at=t, severity="critical", score=1.0,
+            summary=f"{self.destination} stopped answering from {self.source}: {self.failures[0]}.",
+            evidence={"failures": self.failures[:5], "since": from_epoch(self.first_failure)},
+        )
+
+    def _success(self, t: float, what: str) -> list[Anomaly]:
+        self.failures.clear()
+        self.first_failure = None
+        return self.close("unreachable", t, {"recovered": what})
+
+    # ------------------------------------------------------------------ traces
+    def _trace(self, obs: TraceObs) -> list[Anomaly]:
+        if not obs.ok or obs.last_answer_ttl == 0:
+            return []
+        tool = self.tools.get(obs.tool)
+        if tool is None:
+            tool = self.tools[obs.tool] = _ToolRoutes(self.p.reach_history)
+        out = self._reachability(obs, tool)
+        tool.seen += 1
+        if obs.reached and obs.pmtu_bytes:
+            self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
+        self._forget(tool, obs.t)
+        out += self._route(obs, tool)
+        return out
+
+    def _reachability(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
+        answers = sum(tool.reach) >= max(2, len(tool.reach) // 2)
+        mtu_cut = obs.min_hop_mtu is not None and self.pmtu_max is not None and obs.min_hop_mtu < self.pmtu_max
+        out: list[Anomaly] = []
+        if obs.reached:
+            out = self._success(obs.t, f"{obs.tool} reached the destination")
+        elif obs.reached is False and answers and not mtu_cut:
+            last = next((h for h in reversed(obs.hops) if h is not None), None)
+            out = self._failure(obs.t, f"{obs.tool} stopped at hop {obs.last_answer_ttl} ({last})")
+        if obs.reached is not None and not (obs.reached is False and mtu_cut):
+            tool.reach.append(bool(obs.reached))
+        return out
+
+    def _forget(self, tool: _ToolRoutes, now: float) -> None:
+        tool.known = [v for v in tool.known if now - v.last <= self.p.forget_s]
+
+    def _route(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
+        out: list[Anomaly] = []
+        # An open change ends when an old route comes back, or when the new one has settled in.
+        if self.is_open("route_change") and tool.changed_at is not None:
+            if tool.find(obs, tool.changed_from):
+                out += self._end_change(tool, obs.t, "the previous route returned")
+            elif obs.t - tool.changed_at >= self.p.settle_s:
+                out += self._end_change(tool, obs.t, "the new route became the path's normal")
+        known = tool.find(obs, tool.known)
+        if known is not None:
+            known.last, known.count = obs.t, known.count + 1
+            if tool.candidate is not None:          # a blip: the candidate did not persist
+                tool.known.append(tool.candidate)
+                tool.candidate = None
+            if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
+                self.rtts.append(obs.last_rtt_ms)
+            return out
+        if tool.seen <= self.p.learn_traces:
+            tool.known.append(_Variant(obs))
+            return out
+        if tool.candidate is not None and tool.candidate.matches(obs):
+            tool.candidate.last, tool.candidate.count = obs.t, tool.candidate.count + 1
+            return out + self._start_change(obs, tool, "seen on two traces in a row")
+        tool.candidate = _Variant(obs)
+        step = self._rtt_step(obs)
+        new_as = self._new_as(obs, tool)
+        if step is not None or new_as:
+            reason = "a new AS on the path" if new_as else f"an RTT/OWD step of {step:+.1f} ms"
+            return out + self._start_change(obs, tool, f"confirmed by {reason}")
+        return out
+
+    def _rtt_step(self, obs: TraceObs) -> float | None:
+        """The RTT (trace) or OWD (latency) step that coincides with the candidate, if big enough."""
+        steps = []
+        if obs.reached and obs.last_rtt_ms is not None and len(self.rtts) >= 3:
+            steps.append((obs.last_rtt_ms - median(self.rtts), median(self.rtts)))
+        if self.recent_delays and len(self.delays) >= 6:
+            steps.append((self.recent_delays[-1] - median(self.delays), median(self.delays)))
+        for step, base in steps:
+            if abs(step) >= max(self.p.rtt_step_ms, self.p.rtt_step_rel * abs(base)):
+                return step
+        return None
+
+    def _new_as(self, obs: TraceObs, tool: _ToolRoutes) -> bool:
+        new = set(as_path(obs.asns))
+        if not new:
+            return False
+        known = set().union(*(set(as_path(v.asns)) for v in tool.known)) if tool.known else set()
+        return bool(known) and bool(new - known)
+
+    def _start_change(self, obs: TraceObs, tool: _ToolRoutes, why: str) -> list[Anomaly]:
+        candidate = tool.candidate
+        tool.candidate = None
+        if self.is_open("route_change"):
+            tool.known.append(candidate)
+            return []
+        # The known route that agrees with the new one longest is the one it diverged from.
+        old = max(tool.known, key=lambda v: (divergence(v.hops, candidate.hops), v.last))
+        ttl = divergence(old.hops, candidate.hops)
+        old_as, new_as = as_path(old.asns), as_path(candidate.asns)
+        as_changed = bool(new_as) and bool(old_as) and old_as != new_as
+        step = self._rtt_step(obs)
+        evidence = {
+            "divergence_ttl": ttl,
+            "old_hops": list(old.hops[max(ttl - 2, 0): ttl + 2]),
+            "new_hops": list(candidate.hops[max(ttl - 2, 0): ttl + 2]),
+            "old_hop_count": len(old.hops),
+            "new_hop_count": len(candidate.hops),
+            "old_as_path": list(old_as),
+            "new_as_path": list(new_as),
+            "as_changed": as_changed,
+            "rtt_step_ms": None if step is None else round(step, 3),
+            "confirmation": why,
+            "tool": obs.tool,
+            "known_routes": len(tool.known),
+        }
+        tool.changed_from = list(tool.known)
+        tool.changed_at = candidate.first
+        tool.known = tool.known + [candidate]
+        level = "AS-level" if as_changed else "IP-level"
+        where = f"hop {ttl}: {old.hops[ttl - 1] if ttl <= len(old.hops) else 'end'} → " \
+                f"{candidate.hops[ttl - 1] if ttl <= len(candidate.hops) else 'end'}"
+        rtt = f", RTT/OWD {step:+.1f} ms" if step is not None else ""
+        score = min(1.0, 0.6 + (0.2 if as_changed else 0) + (0.2 if step is not None else 0))
+        return self.open(
+            "route_change", start=candidate.first, at=obs.t,
+            severity=severity_for(score, 0.0, 0.75, 2.0), score=score,
+            summary=f"{level} route change at {where} ({len(old.hops)} → {len(candidate.hops)} hops{rtt}).",
+            evidence=evidence,
+        )
+
+    def _end_change(self, tool: _ToolRoutes, t: float, why: str) -> list[Anomaly]:
+        tool.changed_from, tool.changed_at = [], None
+        self.rtts.clear()
+        return self.close("route_change", t, {"ended": why})

@@ -1,0 +1,273 @@
+"""Each detector on focused synthetic series: it fires on its pathology and stays quiet on healthy ones."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from pathwatch.models.engine import replay_observations
+from pathwatch.models.monitor import PathMonitor
+from tests.detector_series import DAY, HOUR, T0, latency, latency_times, run, throughput_series, trace
+
+A = ["10.0.0.1", "10.0.1.1", "192.0.2.1", "192.0.2.9", "10.9.0.1"]
+A_ECMP = ["10.0.0.1", "10.0.1.2", "192.0.2.1", "192.0.2.9", "10.9.0.1"]
+B = ["10.0.0.1", "10.0.1.1", "198.51.100.1", "198.51.100.7", "203.0.113.5", "10.9.0.1"]
+
+
+def kinds(anomalies):
+    return sorted(a.kind for a in anomalies)
+
+
+def detect(observations, until=None):
+    return replay_observations("a", "b", observations, until=until)
+
+
+# ---------------------------------------------------------------- route_change
+def _traces(rng, n, routes, start=T0, every=20 * 60, rtt=20.0):
+    return [trace(start + i * every, list(routes[i % len(routes)]), rtt=rtt + rng.normal(0, 0.2)) for i in range(n)]
+
+
+def test_ecmp_alternation_and_a_blip_are_not_route_changes():
+    rng = np.random.default_rng(1)
+    obs = _traces(rng, 200, [A, A_ECMP])
+    obs[120] = trace(obs[120].t, B, rtt=20.1)  # one trace on another route, then back
+    assert detect(obs) == []
+
+
+def test_persistent_change_with_rtt_step_opens_on_first_trace():
+    rng = np.random.default_rng(2)
+    before = _traces(rng, 100, [A, A_ECMP])
+    change_t = before[-1].t + 20 * 60
+    after = _traces(rng, 50, [B], start=change_t, rtt=27.0)
+    found = [a for a in detect(before + after) if a.kind == "route_change"]
+    assert len(found) == 1
+    change = found[0]
+    assert change.start == change_t and change.detected_at == change_t
+    assert change.evidence["divergence_ttl"] == 3
+    assert change.evidence["old_hops"][1] == "192.0.2.1" or "192.0.2.1" in change.evidence["old_hops"]
+    assert "198.51.100.1" in change.evidence["new_hops"]
+
+
+def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_revert():
+    rng = np.random.default_rng(3)
+    before = _traces(rng, 100, [A])
+    start = before[-1].t + 20 * 60
+    after = _traces(rng, 10, [B], start=start)
+    back = _traces(rng, 10, [A], start=after[-1].t + 20 * 60)
+    found = [a for a in detect(before + after + back) if a.kind == "route_change"]
+    assert len(found) == 1
+    assert found[0].start == start and found[0].detected_at == start + 20 * 60
+    assert found[0].end == back[0].t
+
+
+def test_new_as_confirms_a_change_at_once():
+    rng = np.random.default_rng(4)
+    asn_a, asn_b = [1, 1, 100, 100, 2], [1, 1, 300, 300, 300, 2]
+    before = [trace(T0 + i * 1200, A, asns=asn_a, rtt=20 + rng.normal(0, .2)) for i in range(50)]
+    after = [trace(T0 + (50 + i) * 1200, B, asns=asn_b, rtt=20 + rng.normal(0, .2)) for i in range(5)]
+    found = [a for a in detect(before + after) if a.kind == "route_change"]
+    assert len(found) == 1 and found[0].detected_at == after[0].t and found[0].evidence["as_changed"]
+
+
+# ---------------------------------------------------------------- unreachable
+def test_unreachable_opens_after_two_failures_and_closes_on_reach():
+    rng = np.random.default_rng(5)
+    ok = _traces(rng, 30, [A])
+    cut = [trace(ok[-1].t + (i + 1) * 1200, A[:3] + [None] * 27, reached=False) for i in range(6)]
+    again = _traces(rng, 3, [A], start=cut[-1].t + 1200)
+    found = [a for a in detect(ok + cut + again) if a.kind == "unreachable"]
+    assert len(found) == 1
+    assert found[0].start == cut[0].t and found[0].detected_at == cut[1].t and found[0].end == again[0].t
+
+
+def test_destination_that_never_answers_traces_is_not_unreachable():
+    obs = [trace(T0 + i * 1200, A[:3] + [None] * 27, reached=False) for i in range(60)]
+    assert detect(obs) == []
+
+
+def test_total_loss_in_owamp_is_unreachable():
+    times = latency_times(2)
+    obs = [latency(t, 20.0, lost=6000 if i >= 200 else 0) for i, t in enumerate(times)]
+    found = [a for a in detect(obs) if a.kind == "unreachable"]
+    assert len(found) == 1 and found[0].start == times[200]
+
+
+# ---------------------------------------------------------------- mtu_blackhole
+def test_mtu_blackhole_from_tracepath_pmtu_drop_and_stalled_runs():
+    rng = np.random.default_rng(6)
+    obs = []
+    for i in range(72):  # 1 day of tracepath at 9000 and runs every 2 h
+        obs.append(trace(T0 + i * 1200, A, tool="tracepath", pmtu=9000))
+    obs += [run(t, b) for t, b in throughput_series(rng, 1)]
+    onset = T0 + DAY
+    obs.append(trace(onset + 600, A[:3] + [None] * 5, reached=False, tool="tracepath", pmtu=1500, mtu_at=3))
+    obs.append(run(onset + 1800, 17e6, stall_s=4.0, stall_retransmits=12))
+    found = detect(obs)
+    assert kinds(found) == ["mtu_blackhole"]
+    assert found[0].evidence["path_mtu_now"] == 1500 and found[0].evidence["mtu_drop_ttl"] == 3
+
+
+def test_one_stalled_run_alone_is_not_an_mtu_blackhole():
+    rng = np.random.default_rng(7)
+    obs = [run(t, b) for t, b in throughput_series(rng, 4)]
+    obs[30] = run(obs[30].t, 5e9, stall_s=3.0, stall_retransmits=4)
+    assert detect(obs) == []
+
+
+# ---------------------------------------------------------------- levels
+def test_throughput_drop_opens_after_a_persistent_low_level():
+    rng = np.random.default_rng(8)
+    runs = [run(t, b) for t, b in throughput_series(rng, 6)]
+    onset = T0 + 3 * DAY
+    runs = [r if r.t < onset else run(r.t, r.bps * 0.45, retransmits=3) for r in runs]
+    found = detect(runs)
+    assert kinds(found) == ["throughput_drop"]
+    first_low = min(r.t for r in runs if r.t >= onset)
+    assert found[0].start == first_low and found[0].detected_at - first_low <= 10 * HOUR
+
+
+def test_healthy_throughput_noise_and_an_outlier_stay_quiet():
+    rng = np.random.default_rng(9)
+    runs = [run(t, b) for t, b in throughput_series(rng, 10, noise=0.1)]
+    runs[50] = run(runs[50].t, 1e9)
+    assert detect(runs) == []
+
+
+def test_window_limited_runs_open_window_limited():
+    rng = np.random.default_rng(10)
+    runs = [run(t, b, rtt_ms=80.0, retransmits=int(rng.integers(0, 30))) for t, b in throughput_series(rng, 6)]
+    onset = T0 + 3 * DAY
+    window = 4 * 2**20
+    runs = [r if r.t < onset else run(r.t, window * 8 / 0.080 * (1 + rng.normal(0, 0.01)), rtt_ms=80.0, cv=0.01)
+            for r in runs]
+    found = detect(runs)
+    assert kinds(found) == ["window_limited"]
+    assert abs(found[0].evidence["window_bytes"] - window) / window < 0.05
+
+
+def test_latency_shift_up_opens_and_noise_stays_quiet():
+    rng = np.random.default_rng(11)
+    times = latency_times(4)
+    onset = T0 + 2 * DAY
+    obs = [latency(t, 20 + rng.normal(0, 0.1) + (6 if t >= onset else 0)) for t in times]
+    found = detect(obs)
+    assert kinds(found) == ["latency_shift"]
+    assert found[0].start == onset and found[0].evidence["step_ms"] == pytest.approx(6, abs=0.5)
+    quiet = [latency(t, 20 + rng.normal(0, 0.2)) for t in times]
+    assert detect(quiet) == []
+
+
+# ---------------------------------------------------------------- loss
+def _loss_series(rng, days, rate_at):
+    return [latency(t, 20.0, lost=int(rng.binomial(6000, rate_at(t)))) for t in latency_times(days)]
+
+
+def test_loss_step_from_zero_to_a_constant():
+    rng = np.random.default_rng(12)
+    onset = T0 + 4 * DAY
+    obs = _loss_series(rng, 7, lambda t: 2e-3 if t >= onset else 1e-6)
+    found = detect(obs)
+    assert kinds(found) == ["loss_step"]
+    assert abs(found[0].start - onset) <= HOUR and found[0].detected_at - onset <= 12 * HOUR
+
+
+def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
+    rng = np.random.default_rng(13)
+    onset, slope = T0 + 4 * DAY, 0.4e-2 / (14 * DAY)  # 0 → 0.4 % over two weeks
+    obs = _loss_series(rng, 14, lambda t: 1e-6 + max(0.0, t - onset) * slope)
+    found = detect(obs)
+    assert kinds(found) == ["rising_loss"]
+    loss_then = (found[0].detected_at - onset) * slope
+    assert loss_then < 1e-3, f"detected at {100 * loss_then:.3f} % loss"
+
+
+def test_healthy_sporadic_loss_stays_quiet():
+    rng = np.random.default_rng(14)
+    assert detect(_loss_series(rng, 10, lambda t: 2e-5)) == []
+
+
+def test_lag_member_signature_one_in_k_runs_degraded():
+    rng = np.random.default_rng(15)
+    onset, k = T0 + 3 * DAY, 4
+    runs = []
+    for i, (t, b) in enumerate(throughput_series(rng, 8)):
+        if t >= onset and rng.random() < 1 / k:
+            runs.append(run(t, b * 0.35, retransmits=int(rng.integers(800, 3000))))
+        else:
+            runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+    found = [a for a in detect(runs) if a.kind == "rising_loss"]
+    assert len(found) == 1
+    assert 3 <= found[0].evidence["lag_k_estimate"] <= 6
+
+
+def test_busy_hour_degradation_is_not_a_lag_signature():
+    rng = np.random.default_rng(16)
+    runs = []
+    for t, b in throughput_series(rng, 8):
+        busy = 13 <= (t % DAY) / HOUR < 17
+        runs.append(run(t, b * 0.5, retransmits=1500) if busy and t > T0 + 2 * DAY else run(t, b, retransmits=5))
+    assert "rising_loss" not in kinds(detect(runs))
+
+
+# ---------------------------------------------------------------- diurnal
+def test_diurnal_saturation_within_three_days_and_mild_swing_quiet():
+    rng = np.random.default_rng(17)
+    onset_day = T0 + 5 * DAY
+    obs, mild = [], []
+    for t, b in throughput_series(rng, 10):
+        hour = (t % DAY) / HOUR
+        busy = 12 <= hour < 17
+        swing = 1 - 0.08 * busy
+        mild.append(run(t, b * swing))
+        obs.append(run(t, b * (0.45 if busy and t >= onset_day else swing)))
+    found = detect(obs)
+    assert kinds(found) == ["diurnal_saturation"]
+    assert found[0].detected_at - (onset_day + 12 * HOUR) <= 3 * DAY
+    assert found[0].evidence["start_hour"] in range(10, 15)
+    assert detect(mild) == []
+
+
+# ---------------------------------------------------------------- clock
+def test_clock_error_from_negative_delays_and_from_drift():
+    times = latency_times(2)
+    onset = times[150]
+    bad = [latency(t, 20.0 if t < onset else -35.0) for t in times]
+    found = detect(bad)
+    assert kinds(found) == ["clock_error"] and found[0].start == onset
+    drift = [latency(t, 20.0 + max(0.0, t - onset) / HOUR * 8.0) for t in times]
+    assert "clock_error" in kinds(detect(drift))
+
+
+def test_large_reported_clock_error_is_clock_error_and_small_is_not():
+    times = latency_times(1)
+    assert kinds(detect([latency(t, 20.0, clock_error=250.0 if i > 50 else 1.0) for i, t in enumerate(times)])) == ["clock_error"]
+    assert detect([latency(t, 20.0, clock_error=5.0) for t in times]) == []
+
+
+# ---------------------------------------------------------------- no_data
+def test_no_data_opens_when_a_path_falls_silent_and_closes_when_it_resumes():
+    times = latency_times(3)
+    gap = [t for t in times if not (T0 + DAY <= t < T0 + DAY + 6 * HOUR)]
+    found = detect([latency(t, 20.0) for t in gap])
+    assert kinds(found) == ["no_data"]
+    assert found[0].start == pytest.approx(T0 + DAY, abs=1) and found[0].end == T0 + DAY + 6 * HOUR
+    silent_end = detect([latency(t, 20.0) for t in times[:200]], until=times[-1])
+    assert kinds(silent_end) == ["no_data"] and silent_end[0].end is None
+
+
+# ---------------------------------------------------------------- state
+def test_monitor_state_pickles_mid_stream_without_changing_results():
+    rng = np.random.default_rng(18)
+    onset = T0 + 3 * DAY
+    obs = sorted([latency(t, 20 + (6 if t >= onset else 0), lost=int(rng.binomial(6000, 2e-3 if t >= onset else 0)))
+                  for t in latency_times(6)] + [run(t, b) for t, b in throughput_series(rng, 6)], key=lambda o: o.t)
+    straight, resumed = PathMonitor("a", "b"), PathMonitor("a", "b")
+    out_straight, out_resumed = [], []
+    for i, o in enumerate(obs):
+        out_straight += straight.observe(o)
+        if i == len(obs) // 2:
+            resumed = pickle.loads(pickle.dumps(resumed))
+        out_resumed += resumed.observe(o)
+    assert out_straight == out_resumed and out_straight
