@@ -1,0 +1,130 @@
+"""Naming the cause of a degraded throughput run: features, rules, and a scikit-learn classifier.
+
+A run is *degraded* when it falls well below its path's clean level, retransmits far more than
+it, or stalls at the start. Its cause is one of ``CAUSES``. Two namers share the same features:
+:func:`rule_cause` (hand-written thresholds from DOMAIN.md's signatures) and
+:class:`RunCauseModel` (a random forest trained on labelled simulator runs, persisted with its
+metadata under ``models/artifacts/``). ``pathwatch.models.train_cause`` trains and compares them
+on held-out seeds; the level detector asks the model for ``likely_cause`` evidence.
+
+>>> base = Baseline(bps=9e9, retransmits=5, rtt_ms=80.0)
+>>> f = features(_run(bps=4.2e8, retransmits=0, rtt_ms=80.0, cv=0.01), base)
+>>> rule_cause(f)
+'window_limited'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pathwatch.models.observe import ThroughputObs
+
+CAUSES = ("window_limited", "mtu_blackhole", "packet_loss", "congestion", "capacity_drop")
+FEATURES = (
+    "rate_ratio",          # run rate / the path's clean rate
+    "log_retrans_ratio",   # log10((retransmits + 1) / (clean retransmits + 1))
+    "retrans_per_gb",      # log10(retransmits per GB moved + 1)
+    "interval_cv",         # flatness of the per-second rate
+    "stall_s",             # seconds stalled at the start
+    "rtt_ratio",           # run RTT / clean RTT
+    "window_pow2_gap",     # |log2(rate x RTT / 8) - nearest integer|: a socket buffer is a power of two
+)
+ARTIFACT = Path(__file__).parent / "artifacts" / "run_cause.joblib"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    bps: float
+    retransmits: float
+    rtt_ms: float | None
+
+
+def degraded(run: ThroughputObs, base: Baseline) -> bool:
+    """Well below the clean level, retransmitting far more, or stalled at the start."""
+    return (run.bps < 0.75 * base.bps
+            or (run.retransmits or 0) >= max(10, 5 * base.retransmits)
+            or run.stall_s >= 2.0)
+
+
+def features(run: ThroughputObs, base: Baseline) -> np.ndarray:
+    retrans = run.retransmits or 0
+    moved_gb = max(run.bps * (run.duration_s or 10.0) / 8e9, 1e-6)
+    rtt = run.rtt_ms or base.rtt_ms or 1.0
+    window = max(run.bps * rtt / 1000 / 8, 1.0)
+    log_w = math.log2(window)
+    return np.array([
+        run.bps / base.bps,
+        math.log10((retrans + 1) / (base.retransmits + 1)),
+        math.log10(retrans / moved_gb + 1),
+        run.interval_cv if run.interval_cv is not None else 0.1,
+        run.stall_s,
+        rtt / (base.rtt_ms or rtt),
+        abs(log_w - round(log_w)),
+    ])
+
+
+def rule_cause(f: np.ndarray) -> str:
+    """DOMAIN.md's signatures as thresholds on the features."""
+    rate, log_retrans, _, cv, stall, rtt_ratio, pow2_gap = f
+    if stall >= 2.0:
+        return "mtu_blackhole"
+    if log_retrans < 0.5 and cv <= 0.06 and rate < 0.75:
+        return "window_limited"
+    if log_retrans >= 0.7:
+        return "congestion" if rtt_ratio >= 1.15 else "packet_loss"
+    return "capacity_drop"
+
+
+class RunCauseModel:
+    """The trained classifier and its metadata; ``load`` reads the committed artifact."""
+
+    def __init__(self, estimator, meta: dict):
+        self.estimator, self.meta = estimator, meta
+
+    @classmethod
+    def load(cls, path: Path = ARTIFACT) -> RunCauseModel:
+        import joblib
+
+        meta = json.loads(path.with_suffix(".json").read_text())
+        import sklearn
+
+        if meta.get("sklearn") != sklearn.__version__:
+            raise RuntimeError(f"{path}: trained with scikit-learn {meta.get('sklearn')}, running {sklearn.__version__}; retrain it")
+        return cls(joblib.load(path), meta)
+
+    def save(self, path: Path = ARTIFACT) -> None:
+        import joblib
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        joblib.dump(self.estimator, path, compress=3)
+        path.with_suffix(".json").write_text(json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
+
+    def predict(self, rows: np.ndarray) -> list[str]:
+        return list(self.estimator.predict(np.atleast_2d(rows)))
+
+    def probabilities(self, row: np.ndarray) -> dict[str, float]:
+        probs = self.estimator.predict_proba(np.atleast_2d(row))[0]
+        return {c: round(float(p), 3) for c, p in zip(self.estimator.classes_, probs) if p >= 0.01}
+
+
+_LOADED: dict[Path, RunCauseModel] = {}
+
+
+def shared_model(path: Path = ARTIFACT) -> RunCauseModel | None:
+    """The model loaded once per process (None when no artifact exists yet)."""
+    if path not in _LOADED:
+        if not path.exists():
+            return None
+        _LOADED[path] = RunCauseModel.load(path)
+    return _LOADED[path]
+
+
+def _run(bps: float, retransmits: int, rtt_ms: float, cv: float, stall_s: float = 0.0) -> ThroughputObs:
+    return ThroughputObs(t=0.0, ok=True, error=None, bps=bps, retransmits=retransmits, rtt_ms=rtt_ms, window_bytes=None,
+                         mss_bytes=None, duration_s=10.0, streams=1, udp=False, stall_s=stall_s, interval_cv=cv,
+                         stall_retransmits=0)
