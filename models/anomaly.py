@@ -16,28 +16,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, get_args
 
+from pathwatch.contract.anomaly import AnomalyKind, AnomalyRecord
 from pathwatch.contract.ids import PATHWATCH_NAMESPACE
 from pathwatch.contract.timefmt import from_epoch, parse_rfc3339
 
-# The anomaly kinds, in the order reports list them.
-KINDS: tuple[str, ...] = (
-    "route_change",
-    "diurnal_saturation",
-    "rising_loss",
-    "mtu_blackhole",
-    "window_limited",
-    "throughput_drop",
-    "latency_shift",
-    "loss_step",
-    "clock_error",
-    "unreachable",
-    "no_data",
-)
-
-# Severities from least to most urgent; tickets map them to priorities.
-SEVERITIES: tuple[str, ...] = ("info", "warning", "major", "critical")
+# The anomaly kinds (in the order reports list them) and severities (least to most urgent),
+# as the JSON contract fixes them.
+KINDS: tuple[str, ...] = get_args(AnomalyKind)
+SEVERITIES: tuple[str, ...] = get_args(AnomalyRecord.model_fields["severity"].annotation)
 
 # Bumped whenever a detector's behaviour changes, so stored anomalies say which logic made them.
 DETECTOR_VERSION = "1.0.0"

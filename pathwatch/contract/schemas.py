@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from .anomaly import ANOMALY_SCHEMA_VERSION, AnomalyRecord
 from .envelope import RawEnvelope
 from .records import SCHEMA_VERSION, Measurement
 
@@ -24,10 +25,12 @@ def _named(name: str, schema: dict, title: str) -> dict:
 
 
 def generate() -> dict[str, dict]:
-    """{file name: schema} for the envelope and the measurement records, from the Python types."""
+    """{file name: schema} for the envelope, the measurement records and anomalies, from the Python types."""
     measurement = f"measurement.v{SCHEMA_VERSION}.schema.json"
     envelope = "envelope.v1.schema.json"
+    anomaly = f"anomaly.v{ANOMALY_SCHEMA_VERSION}.schema.json"
     return {
+        anomaly: _named(anomaly, AnomalyRecord.model_json_schema(), f"pathwatch anomaly v{ANOMALY_SCHEMA_VERSION}"),
         envelope: _named(envelope, RawEnvelope.model_json_schema(), "pathwatch raw envelope v1"),
         measurement: _named(
             measurement,
