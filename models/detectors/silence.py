@@ -26,6 +26,7 @@ class SilenceParams(Params):
     min_slack_s: float = 1800.0  # and at least this long past the first missed result
     min_gaps: int = 3            # gaps seen before a cadence is trusted
     history: int = 12            # gaps kept per measurement type
+    max_cadence_s: float = 86400.0  # results rarer than this have no cadence to miss
 
 
 class _Cadence:
@@ -53,7 +54,7 @@ class SilenceDetector(Detector):
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
         period = cadence.period(self.p.min_gaps)
-        if period is None or cadence.last is None or kind in self.overdue:
+        if period is None or period > self.p.max_cadence_s or cadence.last is None or kind in self.overdue:
             return None
         return cadence.last + max(self.p.misses * period, period + self.p.min_slack_s)
 
@@ -101,7 +102,7 @@ class SilenceDetector(Detector):
 def _human(seconds: float) -> str:
     """``90`` → '90 s', ``5400`` → '1.5 h'."""
     if seconds >= 3600:
-        return f"{seconds / 3600:g} h"
+        return f"{seconds / 3600:.3g} h"
     if seconds >= 60:
-        return f"{seconds / 60:g} min"
-    return f"{seconds:g} s"
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"
