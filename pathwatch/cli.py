@@ -22,6 +22,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+from pathwatch.stack.cli import app as stack_app  # noqa: E402  (the `stack` sub-commands)
+
+app.add_typer(stack_app, name="stack")
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 

@@ -1,0 +1,207 @@
+"""``pathwatch stack``: up, down, status, logs, topics."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    help="Run pathwatch's services on this machine: Kafka, TimescaleDB, Flink (jars) and Superset.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+Home = Annotated[Optional[Path], typer.Option("--home", help="State directory (default: $PATHWATCH_HOME, else .pathwatch in the checkout).")]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Config file, TOML or YAML (default: pathwatch.toml in the state directory).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the status as JSON.")]
+
+EXIT_FAILED = 1
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _config(home: Optional[Path], config_file: Optional[Path]):
+    from pathwatch.stack.config import ConfigError, resolve
+
+    try:
+        return resolve(home=home, config_file=config_file)
+    except ConfigError as error:
+        _console(stderr=True).print(f"[red]{error}[/red]", markup=True)
+        raise typer.Exit(EXIT_FAILED) from None
+
+
+def _fail(error: Exception) -> None:
+    err = _console(stderr=True)
+    for line in str(error).splitlines():
+        err.print(f"[red]✗[/red] {line}")
+    raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False) -> None:
+    """Install what is missing, start every service, wait until ready, and show the status.
+
+    The first run downloads Kafka and the Flink connectors (Maven), builds a Debian 13 root with
+    TimescaleDB (debootstrap) and a Superset virtualenv: a few minutes and ~2 GB. Later runs
+    reuse them and take seconds.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from pathwatch.stack import manage
+    from pathwatch.stack.component import StackError
+
+    config = _config(home, config_file)
+    err = _console(stderr=True)
+    started = time.monotonic()
+    with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[name]:<12}[/bold]"), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=err, transient=not err.is_terminal) as progress:
+        tasks = {name: progress.add_task("waiting", name=name, total=1) for name in manage.NAMES}
+
+        def report(name: str, message: str) -> None:
+            done = message == "ready" or message.startswith("failed")
+            shown = f"[red]{message}[/red]" if message.startswith("failed") else message
+            progress.update(tasks[name], description=shown, completed=1 if done else 0)
+            if not err.is_terminal:
+                err.print(f"{name}: {message}", markup=False)
+
+        try:
+            current = manage.up(config, report)
+        except StackError as error:
+            _fail(error)
+    err.print(f"stack up in {time.monotonic() - started:.1f} s (state in {config.home})")
+    _show(current, as_json)
+
+
+@app.command()
+def down(home: Home = None, config_file: ConfigFile = None,
+         wipe: Annotated[bool, typer.Option("--wipe", help="Also delete the data (Kafka logs, database, Superset metadata); installs are kept.")] = False) -> None:
+    """Stop exactly the processes `stack up` started (by their pid files); keep the data unless --wipe."""
+    from pathwatch.stack import jobs, manage
+    from pathwatch.stack.component import StackError
+    from pathwatch.stack.procs import ProcessError
+
+    config = _config(home, config_file)
+    err = _console(stderr=True)
+    try:
+        stopped = manage.down(config, wipe=wipe)
+    except (StackError, ProcessError) as error:
+        _fail(error)
+    for name, record in stopped.items():
+        err.print(f"{name}: " + (f"stopped pid {record.pid}" if record else "was not running"))
+    if wipe:
+        err.print(f"data removed from {config.home} (installs kept)")
+    for job in jobs.running_jobs(config.home):
+        err.print(f"[yellow]job {job.name} (pid {job.pid}) still runs: it was not started by `stack up`[/yellow]")
+
+
+@app.command()
+def status(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False) -> None:
+    """Each component's state, endpoint and connection strings (DSNs, bootstrap servers, URLs, passwords)."""
+    from pathwatch.stack import manage
+
+    _show(manage.status(_config(home, config_file)), as_json)
+
+
+def _show(current, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(current.to_dict(), indent=2) + "\n")
+        return
+    from rich.table import Table
+
+    colours = {"running": "green", "ready": "green", "external": "green", "stopped": "yellow",
+               "not installed": "yellow", "failed": "red"}
+    table = Table(title=f"pathwatch stack ({current.home})")
+    for column in ("component", "state", "pid", "connect with"):
+        table.add_column(column)
+    for name, part in current.components.items():
+        colour = colours.get(part.state, "white")
+        table.add_row(name, f"[{colour}]{part.state}[/{colour}]", str(part.pid or ""), _connect_text(part))
+    console = _console()
+    console.print(table)
+    for part in current.components.values():
+        if part.error:
+            console.print(f"[red]{part.error}[/red]")
+
+
+def _connect_text(part) -> str:
+    info = part.info
+    lines = {
+        "kafka": [f"bootstrap servers {info.get('bootstrap_servers')}"],
+        "timescaledb": [f"{info.get('dsn')}", f"read-only: {info.get('dsn_readonly')}" if info.get("dsn_readonly") else "",
+                        f"timescaledb {info.get('extension_version')} ({info.get('license')} license)" if info.get("license") else ""],
+        "superset": [f"{info.get('url')}", f"admin {info.get('admin_user')} / {info.get('admin_password')}"],
+        "flink": [f"jars in {info.get('jar_dir')}", f"{len(info.get('jobs') or [])} pathwatch job(s) running"]
+                 + [f"job {job['name']} pid {job['pid']}" for job in info.get("jobs") or []],
+    }.get(part.name, [])
+    return "\n".join(line for line in lines if line)
+
+
+@app.command()
+def logs(component: Annotated[str, typer.Argument(help="kafka, timescaledb, superset, flink, or an install log: maven, debootstrap, superset-install.")],
+         home: Home = None, config_file: ConfigFile = None,
+         lines: Annotated[int, typer.Option("--lines", "-n", help="How many lines from the end.")] = 50,
+         follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C stops).")] = False) -> None:
+    """Print the end of a component's log file."""
+    from pathwatch.stack.paths import Paths
+
+    paths = Paths(_config(home, config_file).home)
+    if component == "flink":
+        found = sorted(paths.flink_logs.glob("*.log"), key=lambda path: path.stat().st_mtime) if paths.flink_logs.is_dir() else []
+        log = found[-1] if found else paths.flink_logs / "(no job has logged yet)"
+    else:
+        log = paths.log(component)
+    if not log.is_file():
+        known = sorted(path.stem for path in paths.logs.glob("*.log")) if paths.logs.is_dir() else []
+        _console(stderr=True).print(f"{component}: no log at {log}; logs so far: {', '.join(known) or 'none'}", markup=False)
+        raise typer.Exit(EXIT_FAILED)
+    with open(log, "rb") as handle:
+        for line in _tail(handle, lines):
+            sys.stdout.write(line)
+        sys.stdout.flush()
+        while follow:
+            line = handle.readline().decode(errors="replace")
+            if line:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            else:
+                time.sleep(0.5)
+
+
+def _tail(handle, count: int) -> list[str]:
+    """The last ``count`` lines of an open binary file (leaves it positioned at the end)."""
+    handle.seek(0, 2)
+    size = handle.tell()
+    block, data = 8192, b""
+    while size > 0 and data.count(b"\n") <= count:
+        step = min(block, size)
+        size -= step
+        handle.seek(size)
+        data = handle.read(step) + data
+    handle.seek(0, 2)
+    return [line.decode(errors="replace") + "\n" for line in data.splitlines()[-count:]] if count > 0 else []
+
+
+@app.command()
+def topics(home: Home = None, config_file: ConfigFile = None,
+           bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: the stack's).")] = None) -> None:
+    """Create pathwatch's Kafka topics (topics.yaml) that do not exist yet."""
+    from pathwatch.stack import kafka
+    from pathwatch.stack.component import StackError
+
+    config = _config(home, config_file)
+    servers = bootstrap or kafka.Kafka(config).bootstrap
+    try:
+        created = kafka.create_topics(servers, kafka.topics())
+    except StackError as error:
+        _fail(error)
+    _console(stderr=True).print(f"{servers}: created {', '.join(created) or 'nothing (all exist)'}", markup=False)

@@ -1,0 +1,177 @@
+"""The stack's configuration: defaults, then a config file, then environment variables.
+
+Every setting has one name used three ways. The field ``kafka_port`` is the key ``port`` of
+the ``[kafka]`` table in the config file (``pathwatch.toml``, or YAML with the same tables)
+and the environment variable ``PATHWATCH_KAFKA_PORT``; the environment wins over the file,
+the file over the defaults below. The defaults keep clear of the usual ports (9092, 5432,
+8088, 8081) so the stack can run beside other installations.
+
+>>> config = resolve(home="/tmp/pw", environ={"PATHWATCH_KAFKA_PORT": "29092"}, file_values={})
+>>> config.kafka_port, config.postgres_port
+(29092, 15433)
+>>> env_name("database_url"), file_key("database_url")
+('PATHWATCH_DATABASE_URL', ('database', 'url'))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+ENV_PREFIX = "PATHWATCH_"
+CONFIG_NAMES = ("pathwatch.toml", "pathwatch.yaml", "pathwatch.yml")
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Where the stack lives and how its services are reached. Ports bind 127.0.0.1 only."""
+
+    home: Path
+    # Kafka (KRaft, one node): client port, controller port, JVM heap.
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    kafka_heap: str = "512m"
+    # An existing Kafka instead of the local broker: its bootstrap servers.
+    kafka_bootstrap: str | None = None
+    # PostgreSQL 17 + TimescaleDB (local, from a Debian 13 root).
+    postgres_port: int = 15433
+    database_name: str = "pathwatch"
+    database_user: str = "pathwatch"
+    database_readonly_user: str = "pathwatch_ro"
+    # An existing TimescaleDB instead of the local one (any edition): its DSN.
+    database_url: str | None = None
+    # Where debootstrap fetches Debian 13 from (default: the machine's configured Debian mirror).
+    debian_mirror: str | None = None
+    debian_suite: str = "trixie"
+    # Superset 6.1 (own virtualenv, SQLite metadata, gunicorn).
+    superset_port: int = 18088
+    superset_admin: str = "pathwatch-admin"
+    superset_workers: int = 2
+    superset_threads: int = 4
+    # Flink: jobs run a local MiniCluster in their own process; the web UI port is the one
+    # docker-compose publishes for its jobmanager.
+    flink_ui_port: int = 18081
+    # Seconds to wait for a started service to become ready.
+    ready_timeout: float = 180.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {field.name: (str(value) if isinstance(value, Path) else value)
+                for field in dataclasses.fields(self) for value in [getattr(self, field.name)]}
+
+
+# Settings that are secrets come from the environment or from files in the state directory,
+# never from the config file (see pathwatch.stack.secrets).
+SECRET_ENV = {
+    "database_password": "PATHWATCH_DB_PASSWORD",
+    "database_readonly_password": "PATHWATCH_DB_READONLY_PASSWORD",
+    "superset_password": "PATHWATCH_SUPERSET_PASSWORD",
+}
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a setting."""
+    return ENV_PREFIX + field.upper()
+
+
+def file_key(field: str) -> tuple[str, str]:
+    """The (table, key) of a setting in the config file."""
+    table, _, key = field.partition("_")
+    return table, key
+
+
+def _fields() -> dict[str, dataclasses.Field]:
+    return {field.name: field for field in dataclasses.fields(StackConfig) if field.name != "home"}
+
+
+def _convert(field: dataclasses.Field, value: Any, origin: str) -> Any:
+    kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+    try:
+        if kind == "int":
+            number = int(value)
+            if not 0 < number < 65536 and field.name.endswith("port"):
+                raise ValueError("not a port number (1-65535)")
+            return number
+        if kind == "float":
+            return float(value)
+        return None if value in ("", None) else str(value)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{origin}: {field.name} = {value!r}: {error}") from None
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names where it came from."""
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    """$PATHWATCH_HOME, else ``.pathwatch`` in the source checkout (or the working directory)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("PATHWATCH_HOME"):
+        return Path(environ["PATHWATCH_HOME"]).expanduser().absolute()
+    checkout = Path(__file__).resolve().parents[2]
+    base = checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
+    return base / ".pathwatch"
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The settings of a config file (TOML, or YAML by its suffix), flattened to field names."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"config file {path}: {error.strerror}") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            tables = yaml.safe_load(text) or {}
+        else:
+            tables = tomllib.loads(text)
+    except Exception as error:  # the parsers' own error types differ; both say where
+        raise ConfigError(f"config file {path}: {error}") from None
+    known = _fields()
+    values = {}
+    for table, entries in tables.items():
+        if not isinstance(entries, dict):
+            raise ConfigError(f"config file {path}: [{table}] must be a table of settings")
+        for key, value in entries.items():
+            field = f"{table}_{key}"
+            if field not in known:
+                raise ConfigError(f"config file {path}: unknown setting {key!r} in [{table}]; "
+                                  f"known: {', '.join(sorted(known))}")
+            values[field] = value
+    return values
+
+
+def find_file(home: Path, explicit: str | Path | None, environ: Mapping[str, str]) -> Path | None:
+    """--config, else $PATHWATCH_CONFIG, else the first of pathwatch.toml/.yaml/.yml in home."""
+    chosen = explicit or environ.get("PATHWATCH_CONFIG")
+    if chosen:
+        return Path(chosen)
+    for name in CONFIG_NAMES:
+        if (home / name).is_file():
+            return home / name
+    return None
+
+
+def resolve(home: str | Path | None = None, config_file: str | Path | None = None,
+            environ: Mapping[str, str] | None = None,
+            file_values: Mapping[str, Any] | None = None) -> StackConfig:
+    """The configuration in force: defaults < config file < environment."""
+    environ = os.environ if environ is None else environ
+    home_path = Path(home).expanduser().absolute() if home else default_home(environ)
+    if file_values is None:
+        path = find_file(home_path, config_file, environ)
+        file_values = read_file(path) if path else {}
+        origin = str(path)
+    else:
+        origin = "config"
+    values: dict[str, Any] = {}
+    for name, field in _fields().items():
+        if name in file_values:
+            values[name] = _convert(field, file_values[name], origin)
+        if env_name(name) in environ:
+            values[name] = _convert(field, environ[env_name(name)], env_name(name))
+    return StackConfig(home=home_path, **values)

@@ -1,0 +1,150 @@
+"""Kafka 4.3 (KRaft, one node) from Maven Central jars, or an existing cluster ($PATHWATCH_KAFKA_BOOTSTRAP)."""
+
+from __future__ import annotations
+
+import string
+import time
+from pathlib import Path
+
+from pathwatch.stack import procs
+from pathwatch.stack.component import (EXTERNAL, FAILED, NOT_INSTALLED, RUNNING, STOPPED, Component,
+                                       ComponentStatus, StackError, Step, asset)
+from pathwatch.stack.jvm import java
+
+
+def topics() -> dict[str, dict]:
+    """pathwatch's topics (name -> {partitions, config}) from the shared topics.yaml."""
+    import yaml
+
+    return yaml.safe_load(asset("topics.yaml").read_text())["topics"]
+
+
+def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+    """The broker configuration: the shipped template with ports and data directory filled in."""
+    template = string.Template(asset("kafka", "server.properties").read_text())
+    return template.substitute(port=port, controller_port=controller_port, data_dir=data_dir)
+
+
+class Kafka(Component):
+    name = "kafka"
+
+    @property
+    def external(self) -> bool:
+        return self.config.kafka_bootstrap is not None
+
+    @property
+    def bootstrap(self) -> str:
+        return self.config.kafka_bootstrap or f"127.0.0.1:{self.config.kafka_port}"
+
+    @property
+    def properties_file(self) -> Path:
+        return self.paths.kafka / "server.properties"
+
+    def install(self, step: Step) -> None:
+        if self.external:
+            return
+        self.maven_copy(step, asset("kafka", "pom.xml"), self.paths.kafka_libs, "the Kafka broker jars",
+                        "-DincludeScope=runtime")
+
+    def _classpath(self) -> str:
+        return str(self.paths.kafka_libs / "*")
+
+    def _java(self, *args: str) -> list[str]:
+        return [java(), "-cp", self._classpath(), *args]
+
+    def _configure(self, step: Step) -> None:
+        data = self.paths.kafka_data
+        self.properties_file.parent.mkdir(parents=True, exist_ok=True)
+        self.properties_file.write_text(server_properties(self.config.kafka_port, self.config.kafka_controller_port, data))
+        if (data / "meta.properties").exists():
+            return
+        step("formatting the KRaft storage")
+        cluster_id_file = self.paths.kafka / "cluster-id"
+        if not cluster_id_file.exists():
+            import base64
+            import uuid
+
+            # The same form as `kafka-storage random-uuid`: 16 random bytes, URL-safe base64.
+            cluster_id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+        procs.run_logged(self.name, "formatting the KRaft storage", self._java(
+            "kafka.tools.StorageTool", "format", "-t", cluster_id_file.read_text().strip(),
+            "-c", str(self.properties_file)), self.log_file)
+
+    def start(self, step: Step) -> None:
+        if self.external or self.process() is not None:
+            return
+        procs.ensure_port_free(self.name, self.config.kafka_port)
+        procs.ensure_port_free(self.name, self.config.kafka_controller_port)
+        self._configure(step)
+        step("starting the broker")
+        procs.spawn(self.name, [
+            java(), f"-Xmx{self.config.kafka_heap}", f"-Xms{self.config.kafka_heap}",
+            "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={asset('kafka', 'log4j2.xml')}",
+            f"-Dkafka.logs.dir={self.paths.logs}",
+            "-cp", self._classpath(), "kafka.Kafka", str(self.properties_file),
+        ], self.paths.pid_file(self.name), self.log_file)
+
+    def _admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 2000})
+
+    def ready(self) -> bool:
+        if not self.external and not procs.port_open(self.config.kafka_port):
+            return False
+        try:
+            metadata = self._admin().list_topics(timeout=2)
+        except Exception:  # KafkaException while the broker comes up: not ready yet
+            return False
+        return bool(metadata.brokers)
+
+    def after_ready(self, step: Step) -> None:
+        step("creating topics")
+        create_topics(self.bootstrap, topics())
+
+    def data_paths(self) -> list[Path]:
+        return [self.paths.kafka_data, self.paths.kafka / "cluster-id"]
+
+    def status(self) -> ComponentStatus:
+        info = {"bootstrap_servers": self.bootstrap, "topics": sorted(topics())}
+        if self.external:
+            state = EXTERNAL if self.ready() else FAILED
+            error = None if state == EXTERNAL else f"kafka: {self.bootstrap} does not answer"
+            return ComponentStatus(self.name, state, self.bootstrap, info=info, error=error)
+        info.update(log=str(self.log_file), data_dir=str(self.paths.kafka_data))
+        record = self.process()
+        if record is None:
+            installed = self.paths.kafka_libs.is_dir()
+            return ComponentStatus(self.name, STOPPED if installed else NOT_INSTALLED, self.bootstrap, info=info)
+        state = RUNNING if self.ready() else FAILED
+        error = None if state == RUNNING else f"kafka: pid {record.pid} runs but {self.bootstrap} does not answer"
+        return ComponentStatus(self.name, state, self.bootstrap, record.pid, info, error)
+
+
+def create_topics(bootstrap: str, wanted: dict[str, dict], timeout: float = 30) -> list[str]:
+    """Create the topics of ``wanted`` that do not exist yet; returns those created."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    existing = set(admin.list_topics(timeout=10).topics)
+    missing = [name for name in wanted if name not in existing]
+    if missing:
+        # replication_factor -1: the broker's default (1 on the local single node).
+        futures = admin.create_topics([
+            NewTopic(name, num_partitions=int(wanted[name]["partitions"]), replication_factor=-1,
+                     config={key: str(value) for key, value in wanted[name].get("config", {}).items()})
+            for name in missing])
+        for name, future in futures.items():
+            try:
+                future.result(timeout=timeout)
+            except Exception as error:  # KafkaException carrying the broker's reason
+                if "TOPIC_ALREADY_EXISTS" not in str(error):
+                    raise StackError(f"kafka: creating topic {name} failed: {error}") from None
+    # A new topic may not be listed at once: wait until every one is.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(name in admin.list_topics(timeout=5).topics for name in wanted):
+            return missing
+        time.sleep(0.2)
+    raise StackError(f"kafka: topics {', '.join(missing)} were created but are not listed after {timeout:.0f} s")
