@@ -44,6 +44,8 @@ class Detector:
     kinds: ClassVar[tuple[str, ...]]
     reads: ClassVar[tuple[type, ...]]
     Params: ClassVar[type[Params]]
+    # True for detectors that act on time alone (they override deadline and on_time).
+    timed: ClassVar[bool] = False
 
     def __init__(self, source: str | None, destination: str | None, params: Params | None = None):
         self.source = source

@@ -24,6 +24,9 @@ class PathMonitor:
         self.source = source
         self.destination = destination
         self.detectors: list[Detector] = config.build(source, destination)
+        self.timed = [d for d in self.detectors if d.timed]
+        # Detectors by the observation type they read, so each observation visits only its readers.
+        self.readers: dict[type, list[Detector]] = {}
         self.last_t: float | None = None
 
     def observe_record(self, record: dict[str, Any]) -> list[Anomaly]:
@@ -31,16 +34,18 @@ class PathMonitor:
         return [] if obs is None else self.observe(obs)
 
     def observe(self, obs: Observation) -> list[Anomaly]:
-        out = self.advance(obs.t, inclusive=False)
-        for detector in self.detectors:
-            if isinstance(obs, detector.reads):
-                out.extend(detector.observe(obs))
+        out = self.advance(obs.t, inclusive=False) if self.timed else []
+        readers = self.readers.get(type(obs))
+        if readers is None:
+            readers = self.readers[type(obs)] = [d for d in self.detectors if isinstance(obs, d.reads)]
+        for detector in readers:
+            out.extend(detector.observe(obs))
         self.last_t = obs.t if self.last_t is None else max(self.last_t, obs.t)
         return out
 
     def deadline(self) -> float | None:
         """The earliest time at which some detector must run without data (a timer to set)."""
-        times = [t for t in (d.deadline() for d in self.detectors) if t is not None]
+        times = [t for t in (d.deadline() for d in self.timed) if t is not None]
         return min(times) if times else None
 
     def advance(self, now: float, *, inclusive: bool = True) -> list[Anomaly]:
@@ -50,7 +55,7 @@ class PathMonitor:
             due = self.deadline()
             if due is None or due > now or (due == now and not inclusive):
                 return out
-            for detector in self.detectors:
+            for detector in self.timed:
                 if detector.deadline() == due:
                     out.extend(detector.on_time(due))
 

@@ -96,10 +96,12 @@ class ClockDetector(Detector):
     def _drift(self) -> float | None:
         if len(self.floor) < self.p.drift_window:
             return None
+        values = [p[1] for p in self.floor]
+        hours = (self.floor[-1][0] - self.floor[0][0]) / 3600.0
+        if max(values) - min(values) < self.p.drift_ms_per_h * hours * 0.5:
+            return None                      # the floor moved too little to be drifting
         t = np.array([p[0] for p in self.floor]) / 3600.0
-        y = np.array([p[1] for p in self.floor])
-        if np.ptp(y) < self.p.drift_ms_per_h * np.ptp(t) * 0.5:
-            return None
+        y = np.array(values)
         slope = theilslopes(y, t).slope
         if abs(slope) < self.p.drift_ms_per_h:
             return None

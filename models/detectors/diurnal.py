@@ -41,26 +41,46 @@ class DiurnalParams(Params):
 WIDTHS = (3, 4, 5, 6, 8)
 
 
+def masked_medians(sorted_x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Median of ``sorted_x[row]`` for each boolean row of ``mask`` (rows must not be empty).
+
+    >>> masked_medians(np.array([1.0, 2.0, 3.0, 4.0]), np.array([[1, 1, 1, 0], [0, 1, 1, 1]], bool)).tolist()
+    [2.0, 3.0]
+    """
+    counts = mask.sum(axis=1)
+    cumulative = np.cumsum(mask, axis=1)
+    lo = np.argmax(cumulative >= ((counts + 1) // 2)[:, None], axis=1)
+    hi = np.argmax(cumulative >= (counts // 2 + 1)[:, None], axis=1)
+    return (sorted_x[lo] + sorted_x[hi]) / 2
+
+
 def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int) -> tuple[int, int, float] | None:
     """(start hour, width, depth) of the hour-of-day window where ``x`` is worst against the rest.
 
-    Depth is 1 − in/out of the medians when lower is worse (throughput), in/out − 1 otherwise.
+    Depth is 1 − in/out of the medians when lower is worse (throughput), in/out − 1 otherwise;
+    every window of ``WIDTHS`` hours starting on any hour is tried at once.
     """
-    hours = (t % DAY) / 3600.0
-    best = None
-    for width in WIDTHS:
-        for start in range(24):
-            inside = ((hours - start) % 24) < width
-            n_in = int(inside.sum())
-            if n_in < min_in or len(x) - n_in < 2 * min_in:
-                continue
-            m_in, m_out = np.median(x[inside]), np.median(x[~inside])
-            if m_out <= 0:
-                continue
-            depth = 1 - m_in / m_out if lower_is_worse else m_in / m_out - 1
-            if best is None or depth > best[2] + 1e-9:
-                best = (start, width, float(depth))
-    return best
+    order = np.argsort(x, kind="stable")
+    xs, hours = x[order], (t[order] % DAY) / 3600.0
+    inside = ((hours[None, :] - _STARTS[:, None]) % 24) < _WIDTHS[:, None]
+    n_in = inside.sum(axis=1)
+    usable = (n_in >= min_in) & (len(x) - n_in >= 2 * min_in)
+    if not usable.any():
+        return None
+    inside = inside[usable]
+    m_in, m_out = masked_medians(xs, inside), masked_medians(xs, ~inside)
+    valid = m_out > 0
+    if not valid.any():
+        return None
+    ratio = np.where(valid, m_in / np.where(valid, m_out, 1.0), np.nan)
+    depth = 1 - ratio if lower_is_worse else ratio - 1
+    best = int(np.nanargmax(depth))
+    index = np.flatnonzero(usable)[best]
+    return int(_STARTS[index]), int(_WIDTHS[index]), float(depth[best])
+
+
+_WIDTHS = np.repeat(np.array(WIDTHS), 24)
+_STARTS = np.tile(np.arange(24), len(WIDTHS))
 
 
 class DiurnalDetector(Detector):

@@ -48,18 +48,35 @@ def mad(values) -> float:
 class _Shift:
     """A robust level-shift tracker for one series: baseline values and the current run of outliers."""
 
-    __slots__ = ("base", "pending", "frozen")
+    __slots__ = ("base", "pending", "frozen", "_cached", "_adds")
+    REFRESH = 4  # values added between recomputations of the baseline median and MAD
 
     def __init__(self, size: int):
         self.base: deque[float] = deque(maxlen=size)
         self.pending: list[tuple[float, float]] = []   # (t, value) beyond the baseline, same direction
         self.frozen: tuple[float, float] | None = None  # (median, threshold) while a shift is open
+        self._cached: tuple[float, float] | None = None
+        self._adds = 0
+
+    def add(self, value: float) -> None:
+        self.base.append(value)
+        self._adds += 1
+        if self._adds >= self.REFRESH or len(self.base) < self.base.maxlen:
+            self._cached, self._adds = None, 0
+
+    def rebase(self, values) -> None:
+        self.base.clear()
+        self.base.extend(values)
+        self._cached, self._adds = None, 0
 
     def reference(self, k: float, floor: float, rel: float) -> tuple[float, float]:
+        """(baseline median, distance beyond it that counts as shifted)."""
         if self.frozen is not None:
             return self.frozen
-        m = median(self.base)
-        return m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base))
+        if self._cached is None:
+            m = median(self.base)
+            self._cached = m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base))
+        return self._cached
 
 
 class LevelDetector(Detector):
@@ -86,7 +103,7 @@ class LevelDetector(Detector):
         if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
             return []
         if len(self.tput.base) < self.p.min_baseline:
-            self.tput.base.append(obs.bps)
+            self.tput.add(obs.bps)
             return []
         base, spread = self.tput.reference(self.p.k_mad, 0.0, self.p.tput_drop_frac)
         low = obs.bps < base - spread
@@ -99,7 +116,7 @@ class LevelDetector(Detector):
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low:
             self.low_runs.clear()
-            self.tput.base.append(obs.bps)
+            self.tput.add(obs.bps)
             return []
         self.low_runs.append(obs)
         runs = self.low_runs
@@ -156,7 +173,7 @@ class LevelDetector(Detector):
             return []
         shift = self.delay
         if len(shift.base) < self.p.min_baseline:
-            shift.base.append(value)
+            shift.add(value)
             return []
         base, threshold = shift.reference(self.p.k_mad, self.p.delay_abs_ms, self.p.delay_rel)
         direction = (value > base + threshold) - (value < base - threshold)
@@ -166,8 +183,7 @@ class LevelDetector(Detector):
                 return self._delay_reset(obs.t, "delay returned to its baseline")
             if obs.t - opened.start >= self.p.delay_settle_s:
                 out = self._delay_reset(obs.t, "the new delay became the path's normal")
-                shift.base.clear()
-                shift.base.extend(v for _, v in shift.pending[-self.p.baseline:])
+                shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
                 shift.pending.clear()
                 return out
             shift.pending.append((obs.t, value))
@@ -175,7 +191,7 @@ class LevelDetector(Detector):
         if direction == 0 or (shift.pending and direction != self.delay_dir):
             shift.pending.clear()
             if direction == 0:
-                shift.base.append(value)
+                shift.add(value)
                 return []
         self.delay_dir = direction
         shift.pending.append((obs.t, value))

@@ -30,14 +30,23 @@ class SilenceParams(Params):
 
 
 class _Cadence:
-    __slots__ = ("last", "gaps")
+    __slots__ = ("last", "gaps", "_period")
 
     def __init__(self, history: int):
         self.last: float | None = None
         self.gaps: deque[float] = deque(maxlen=history)
+        self._period: float | None = None
+
+    def add_gap(self, gap: float) -> None:
+        self.gaps.append(gap)
+        self._period = None
 
     def period(self, min_gaps: int) -> float | None:
-        return median(self.gaps) if len(self.gaps) >= min_gaps else None
+        if len(self.gaps) < min_gaps:
+            return None
+        if self._period is None:
+            self._period = median(self.gaps)
+        return self._period
 
 
 class SilenceDetector(Detector):
@@ -45,11 +54,14 @@ class SilenceDetector(Detector):
     kinds = ("no_data",)
     reads = (ThroughputObs, LatencyObs, TraceObs)
     Params = SilenceParams
+    timed = True
 
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.cadences: dict[str, _Cadence] = {}
         self.overdue: set[str] = set()
+        self._deadline: float | None = None
+        self._stale = False
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
@@ -59,12 +71,15 @@ class SilenceDetector(Detector):
         return cadence.last + max(self.p.misses * period, period + self.p.min_slack_s)
 
     def deadline(self) -> float | None:
-        times = [t for t in map(self._due, self.cadences) if t is not None]
-        return min(times) if times else None
+        if self._stale:
+            times = [t for t in map(self._due, self.cadences) if t is not None]
+            self._deadline, self._stale = (min(times) if times else None), False
+        return self._deadline
 
     def on_time(self, now: float) -> list[Anomaly]:
         newly = [kind for kind in self.cadences if (due := self._due(kind)) is not None and due <= now]
         self.overdue.update(newly)
+        self._stale = True
         if not newly or self.is_open("no_data"):
             return []
         kinds = sorted(self.overdue)
@@ -84,6 +99,7 @@ class SilenceDetector(Detector):
 
     def observe(self, obs) -> list[Anomaly]:
         kind = _NAMES[type(obs)]
+        self._stale = True
         cadence = self.cadences.get(kind)
         if cadence is None:
             cadence = self.cadences[kind] = _Cadence(self.p.history)
@@ -93,7 +109,7 @@ class SilenceDetector(Detector):
             if not self.overdue:
                 out = self.close("no_data", obs.t, {"resumed_at": from_epoch(obs.t)})
         elif cadence.last is not None and obs.t > cadence.last:
-            cadence.gaps.append(obs.t - cadence.last)
+            cadence.add_gap(obs.t - cadence.last)
         if cadence.last is None or obs.t > cadence.last:
             cadence.last = obs.t
         return out
