@@ -3,8 +3,9 @@
 Reads the labels and anomalies (exit 2 naming the file, line and field when one is bad);
 with ``--raw`` parses the raw input once, runs the baseline (:mod:`pathwatch.models.baseline_wlcg`)
 over it and scores its alarms the same way; prints a table, or JSON with ``--json``, on
-standard output; with ``--plots`` draws every case. Definitions:
-:mod:`pathwatch.evaluation.matching` and :mod:`pathwatch.evaluation.metrics`.
+standard output; with ``--plots`` draws every case. Rejected raw inputs are reported on
+standard error like ``pathwatch detect`` does, the rest is scored, and the exit status is 2.
+Definitions: :mod:`pathwatch.evaluation.matching` and :mod:`pathwatch.evaluation.metrics`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathwatch.evaluation.matching import HOUR, Label, match
 from pathwatch.evaluation.metrics import DAY, score
 from pathwatch.evaluation.report import Report
 from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series_extent
 
 EXIT_OK, EXIT_REJECTED = 0, 2
 
@@ -70,36 +72,32 @@ def run_evaluate(
     series: dict = {}
     if raw:
         from pathwatch.detect import parsed_records
-        from pathwatch.models.baseline_wlcg import collect, series_extent
 
-        with console.status("reading the raw input"):
-            series = collect(parsed_records([str(p) for p in raw], None, rejected, console))
-    start, end = data_extent(label_rows, ours, series_extent(series) if series else ())
+        # parsed_records shows its own progress bar for big inputs on a terminal
+        series = collect(parsed_records([str(p) for p in raw], None, rejected, console))
+    start, end = data_extent(label_rows, ours, series_extent(series))
     paths = set(series) if raw else distinct_paths(label_rows, ours)
     path_days = len(paths) * max(end - start, 0.0) / DAY
 
-    ours_matching = match(label_rows, ours, end_of_data=end, tolerance_s=tolerance_s)
-    baseline, baseline_matching, baseline_scores = None, None, None
+    systems = {"pathwatch": (ours, match(label_rows, ours, end_of_data=end, tolerance_s=tolerance_s))}
     if raw:
-        from pathwatch.models.baseline_wlcg import covers, run_baseline
-
         with console.status("running the WLCG/OSG baseline"):
             baseline = run_baseline(series)
-        baseline_matching = match(label_rows, baseline, end_of_data=end, tolerance_s=tolerance_s, credits=covers)
-        baseline_scores = score(label_rows, baseline, baseline_matching, path_days=path_days)
+        systems["WLCG"] = (baseline, match(label_rows, baseline, end_of_data=end, tolerance_s=tolerance_s,
+                                           credits=covers))
+    scores = {name: score(label_rows, found, matching, path_days=path_days)
+              for name, (found, matching) in systems.items()}
 
     index = None
     if plots is not None:
         from pathwatch.evaluation.plots import cases
 
-        systems = {"pathwatch": (ours, ours_matching), "WLCG": (baseline, baseline_matching)}
         index = _draw(cases(label_rows, systems, end_of_data=end), series,
                       {name: found for name, (found, _) in systems.items()}, plots, start, end, console)
 
-    report = Report(score(label_rows, ours, ours_matching, path_days=path_days), baseline_scores,
-                    tolerance_s=tolerance_s, start=start, end=end, paths=len(paths),
-                    paths_from="raw" if raw else "labels and anomalies", labels=len(label_rows),
-                    anomalies=len(ours), baseline_alarms=None if baseline is None else len(baseline),
+    report = Report(scores["pathwatch"], scores.get("WLCG"), tolerance_s=tolerance_s, start=start, end=end,
+                    paths=len(paths), paths_from="raw" if raw else "labels and anomalies", labels=len(label_rows),
+                    anomalies=len(ours), baseline_alarms=len(systems["WLCG"][0]) if raw else None,
                     plots=None if index is None else str(index))
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
