@@ -62,7 +62,7 @@ class Case:
 
 def case_name(number: int, kind: str, path: PathKey) -> str:
     """A file-name-safe stem for a case."""
-    hosts = "-".join(re.sub(r"[^A-Za-z0-9.]+", "_", host or "any") for host in path)
+    hosts = "-".join(re.sub(r"[^A-Za-z0-9.-]+", "_", host or "any") for host in path)
     return f"{number:03d}-{kind}-{hosts}"
 
 
