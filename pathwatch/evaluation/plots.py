@@ -135,8 +135,8 @@ def _panel(ax, which: str, s: PathSeries | None, lo: float, hi: float) -> None:
             ids = s.path_ids[w]
             changes = [t[k] for k in range(1, len(ids)) if ids[k] != ids[k - 1]]
             if changes:
-                ax.vlines(changes, 0, 1, transform=ax.get_xaxis_transform(), colors="tab:brown", alpha=0.35,
-                          lw=0.8, label="path id changes")
+                ax.vlines(changes, 0, 1, transform=ax.get_xaxis_transform(), colors="tab:red", alpha=0.6,
+                          lw=0.8, linestyles="dashed", label="path id changes")
                 ax.legend(loc="upper left", fontsize=7)
             unreached = s.reached[w] == 0
             ax.plot(t[unreached], s.hop_count[w][unreached], "x", color="tab:red", ms=4)
