@@ -198,6 +198,8 @@ def collect(records: Iterable[dict[str, Any]]) -> dict[Path, PathSeries]:
         if source is None or destination is None:
             continue
         obs = observe(record)
+        if obs is None:
+            continue
         cols = columns[(source, destination)]
         if isinstance(obs, ThroughputObs):
             usable = obs.ok and not obs.udp
@@ -309,8 +311,9 @@ def _asn(path: Path, s: PathSeries, run: float, p: WlcgParams) -> Iterator[_Find
                  if first_seen[asn] >= new_since and count / len(traces) < p.asn_max_on_path
                  and count >= p.asn_min_traces_with and asn not in last_hops)
     if new:
-        yield _Finding("ASN path anomalies", path, min(first_seen[a] for a in new), float(len(new)),
-                       f"New ASN(s) {', '.join(map(str, new))} on the path in the last 24 h.",
+        first = min(first_seen[a] for a in new)
+        yield _Finding("ASN path anomalies", path, first, float(len(new)),
+                       f"New ASN(s) {', '.join(map(str, new))} on the path since {from_epoch(first)}.",
                        {"new_asns": new, "traces": len(traces)})
 
 
