@@ -1,0 +1,257 @@
+"""The real stack, end to end: `pathwatch stack up`, each service proven with a real client, `down`.
+
+No mocks and no skips: a missing prerequisite (root for the chroot, Java, Maven, network to
+the package registries) fails with the stack's own message. The stack gets its own state
+directory and ports (so a developer's running stack is left alone): $PATHWATCH_TEST_HOME, else
+.pathwatch/test-stack in the checkout. The first run installs everything (a few minutes);
+later runs reuse the installs. `-m stack` selects these tests, `-m "not stack"` leaves them out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pathwatch.stack import config as stack_config
+from pathwatch.stack import procs
+
+pytestmark = pytest.mark.stack
+
+REPO = Path(__file__).resolve().parents[1]
+PORTS = {"kafka": {"port": 29092, "controller_port": 29093}, "postgres": {"port": 25433},
+         "superset": {"port": 28088}, "flink": {"ui_port": 28081}}
+TIMINGS: dict[str, float] = {}
+CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
+
+
+def _home() -> Path:
+    return Path(os.environ.get("PATHWATCH_TEST_HOME") or stack_config.default_home({}) / "test-stack").absolute()
+
+
+def _environment(home: Path) -> dict[str, str]:
+    """The environment of the CLI runs: this test stack's home, no settings inherited for another stack."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
+    env["PATHWATCH_HOME"] = str(home)
+    return env
+
+
+def pathwatch(home: Path, *args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
+    """Run the pathwatch CLI; fail with its output when it exits non-zero."""
+    result = subprocess.run([*CLI, *args], env=_environment(home), cwd=REPO,
+                            capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        pytest.fail(f"pathwatch {' '.join(args)} exited {result.returncode}:\n{result.stderr}\n{result.stdout}")
+    return result
+
+
+def status(home: Path) -> dict:
+    return json.loads(pathwatch(home, "stack", "status", "--json").stdout)
+
+
+def _timed(name: str, home: Path, *args: str) -> subprocess.CompletedProcess:
+    started = time.monotonic()
+    result = pathwatch(home, *args)
+    TIMINGS[name] = round(time.monotonic() - started, 1)
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    (home / "logs" / "test-timings.json").write_text(json.dumps(TIMINGS, indent=2))
+    return result
+
+
+@pytest.fixture(scope="module")
+def home() -> Path:
+    home = _home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pathwatch.toml").write_text("".join(
+        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
+        for table, values in PORTS.items()))
+    pathwatch(home, "stack", "down")  # leftovers of an interrupted run, by their pid files
+    _timed("first up" if not (home / "installed").exists() else "up (installs cached)", home, "stack", "up")
+    yield home
+    subprocess.run([*CLI, "stack", "down"], env=_environment(home), cwd=REPO,
+                   capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def current(home) -> dict:
+    return status(home)
+
+
+def _component(current: dict, name: str) -> dict:
+    return current["components"][name]
+
+
+def test_every_component_is_green_on_the_configured_ports(current):
+    assert current["ok"], json.dumps(current, indent=2)
+    states = {name: part["state"] for name, part in current["components"].items()}
+    assert states == {"kafka": "running", "timescaledb": "running", "flink": "ready", "superset": "running"}
+    assert _component(current, "kafka")["info"]["bootstrap_servers"] == "127.0.0.1:29092"
+    assert _component(current, "timescaledb")["endpoint"] == "127.0.0.1:25433"
+    assert _component(current, "superset")["info"]["url"] == "http://127.0.0.1:28088"
+
+
+def test_services_listen_on_loopback_only(current):
+    for port in (29092, 29093, 25433, 28088):
+        assert procs.port_listening(port)
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for line in Path(table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    # 127.0.0.1, or the same as an IPv4-mapped IPv6 address (how the JVM binds it).
+                    assert local.split(":")[0] in ("0100007F", "0000000000000000FFFF00000100007F"), \
+                        f"port {port} listens on {local}, not 127.0.0.1"
+
+
+def test_kafka_produce_and_consume(current):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap = _component(current, "kafka")["info"]["bootstrap_servers"]
+    topic = f"stack-test-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while topic not in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    sent = {f"m{index}": json.dumps({"seq": index}) for index in range(2000)}
+    for key, value in sent.items():
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    received, partitions = {}, set()
+    deadline = time.monotonic() + 60
+    try:
+        while len(received) < len(sent) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            received[message.key().decode()] = message.value().decode()
+            partitions.add(message.partition())
+    finally:
+        consumer.close()
+    assert received == sent and partitions == {0, 1, 2}
+    assert set(_component(current, "kafka")["info"]["topics"]) <= set(admin.list_topics(timeout=5).topics)
+
+
+def test_timescaledb_hypertable_and_time_bucket(current):
+    import psycopg
+
+    info = _component(current, "timescaledb")["info"]
+    assert info["license"] == "apache" and info["extension_version"]
+    with psycopg.connect(info["dsn"], autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS stack_test_rtt")
+        connection.execute("CREATE TABLE stack_test_rtt (time timestamptz NOT NULL, path text, rtt_ms double precision)")
+        connection.execute("SELECT create_hypertable('stack_test_rtt', by_range('time', INTERVAL '1 day'))")
+        connection.execute("""INSERT INTO stack_test_rtt
+            SELECT timestamptz '2024-05-01 00:00Z' + n * interval '1 minute', 'a>b', n % 60
+            FROM generate_series(0, 179) AS n""")
+        buckets = connection.execute("""SELECT time_bucket('1 hour', time) AS hour, count(*), avg(rtt_ms)
+            FROM stack_test_rtt GROUP BY hour ORDER BY hour""").fetchall()
+    assert [(row[1], row[2]) for row in buckets] == [(60, 29.5)] * 3
+    assert buckets[0][0].isoformat() == "2024-05-01T00:00:00+00:00"
+    with psycopg.connect(info["dsn_readonly"], autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM stack_test_rtt").fetchone()[0] == 180
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("INSERT INTO stack_test_rtt VALUES (now(), 'x', 1)")
+
+
+def test_timescaledb_license_helper(current):
+    from pathwatch.stack.timescale import timescaledb_license
+
+    assert timescaledb_license(_component(current, "timescaledb")["info"]["dsn"]) == "apache"
+
+
+def test_superset_health_and_authenticated_api(current):
+    info = _component(current, "superset")["info"]
+    assert info["admin_user"] != "admin" and info["admin_password"] not in ("admin", "")
+    with urllib.request.urlopen(f"{info['url']}/health", timeout=10) as response:
+        assert response.status == 200 and response.read().strip() == b"OK"
+    login = urllib.request.Request(f"{info['url']}/api/v1/security/login", headers={"Content-Type": "application/json"},
+                                   data=json.dumps({"username": info["admin_user"], "password": info["admin_password"],
+                                                    "provider": "db", "refresh": True}).encode())
+    with urllib.request.urlopen(login, timeout=30) as response:
+        token = json.load(response)["access_token"]
+    databases = urllib.request.Request(f"{info['url']}/api/v1/database/", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(databases, timeout=30) as response:
+        listed = json.load(response)
+    assert [entry["database_name"] for entry in listed["result"]] == [info["database_name"]]
+
+
+def test_flink_job_reads_kafka_through_the_connector(home, current):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    assert any("flink-sql-connector-kafka" in jar for jar in _component(current, "flink")["info"]["jars"])
+    bootstrap = _component(current, "kafka")["info"]["bootstrap_servers"]
+    topic = f"stack-test-flink-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic exists
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for index in range(300):
+        producer.produce(topic, json.dumps({"k": "ab" if index % 3 else "cd", "v": index}))
+    assert producer.flush(30) == 0
+    started = time.monotonic()
+    job = subprocess.run([sys.executable, "-m", "tests.stack.flink_count_job", str(home), bootstrap, topic],
+                         cwd=REPO, env=_environment(home), capture_output=True, text=True, timeout=600)
+    TIMINGS["flink job"] = round(time.monotonic() - started, 1)
+    assert job.returncode == 0, job.stderr[-4000:]
+    counts = json.loads(job.stdout.strip().splitlines()[-1])
+    expected_ab = [index for index in range(300) if index % 3]
+    expected_cd = [index for index in range(300) if not index % 3]
+    assert counts == {"ab": [len(expected_ab), 2 * sum(expected_ab)], "cd": [len(expected_cd), 2 * sum(expected_cd)]}
+    assert list((home / "logs" / "flink").iterdir()), "FLINK_LOG_DIR was not used"
+    assert status(home)["components"]["flink"]["info"]["jobs"] == []  # it unregistered itself
+
+
+def test_second_up_is_a_no_op_while_running(home, current):
+    before = {name: part["pid"] for name, part in current["components"].items()}
+    _timed("up while running", home, "stack", "up")
+    assert TIMINGS["up while running"] < 60
+    assert {name: part["pid"] for name, part in status(home)["components"].items()} == before
+
+
+def _pids(current: dict) -> list[int]:
+    return [part["pid"] for part in current["components"].values() if part["pid"]]
+
+
+def _assert_nothing_left(home: Path, pids: list[int]) -> None:
+    for pid in pids:
+        stat = procs._stat(pid)
+        assert stat is None or stat["state"] == "Z", f"pid {pid} still runs after stack down"
+        assert procs.group_members(pid) == [], f"process group {pid} still has members"
+    for port in (29092, 29093, 25433, 28088):
+        assert not procs.port_listening(port), f"port {port} still listened on after stack down"
+    assert not list((home / "run").glob("*.pid"))
+
+
+def test_down_stops_everything_then_a_cached_up_restarts_with_data_kept(home, current):
+    import psycopg
+
+    pids = _pids(current)
+    assert len(pids) == 3
+    _timed("down", home, "stack", "down")
+    _assert_nothing_left(home, pids)
+    stopped = status(home)
+    assert {part["state"] for part in stopped["components"].values()} == {"stopped", "ready"}
+
+    _timed("up from stopped (cached)", home, "stack", "up")
+    assert TIMINGS["up from stopped (cached)"] < 120
+    restarted = status(home)
+    assert restarted["ok"]
+    with psycopg.connect(restarted["components"]["timescaledb"]["info"]["dsn"]) as connection:
+        assert connection.execute("SELECT count(*) FROM stack_test_rtt").fetchone()[0] == 180
+
+    _timed("down --wipe", home, "stack", "down", "--wipe")
+    _assert_nothing_left(home, _pids(restarted))
+    assert not (home / "kafka" / "data").exists() and not (home / "superset" / "data").exists()
+    assert (home / "kafka" / "libs").is_dir()  # installs are kept
