@@ -1,0 +1,186 @@
+"""Traces: which routers answer at each TTL, how fast, and what tracepath learns of the MTU.
+
+The route is the path's own (one of its ECMP variants), the changed one after a route
+change, or now and then a one-off blip. Silent routers never answer; any hop may drop a
+probe. An unreachable destination ends the trace in silence or with an ICMP unreachable
+flag. Only tracepath (full-size UDP probes) sees MTUs: a 1500-byte link with working PMTUD
+shows ``pmtu 1500`` and the trace goes on; a black hole leaves silence beyond it.
+
+>>> import numpy as np
+>>> from pathwatch.sim.effects import modifiers
+>>> from pathwatch.sim.mesh import build_mesh
+>>> mesh = build_mesh(3, np.random.default_rng(1))
+>>> path = mesh.paths[0]
+>>> routes = PathRoutes.of(path, mesh, [])
+>>> t = np.array([0.0])
+>>> trace = measure_trace(path, routes, t, modifiers([], path.src.name, t), np.random.default_rng(0), "traceroute")[0]
+>>> trace.reached, trace.hops[-1].ip == path.dst.address
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .effects import Modifiers
+from .mesh import Mesh, Path
+from .routes import Router
+from .scenario import Episode
+
+MAX_TTL = 30
+_DROP_RATE = 0.004          # a single probe lost at any hop
+_SLOW_PATH_RATE = 0.03      # a router answering from its slow control plane
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    ttl: int
+    ip: str | None           # None: no answer
+    hostname: str | None = None
+    rtt_ms: float | None = None
+    asn: int | None = None
+    owner: str | None = None
+    flag: str | None = None  # !H / !N from the last router of an unreachable destination
+    pmtu_from: str | None = None  # tracepath: the router before a narrower link, reporting it
+    echo_rtt_ms: float | None = None  # tracepath prints hop 1 twice
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    time: float
+    hops: tuple[Hop, ...]
+    reached: bool
+    local_mtu: int
+    pmtu: int                # what tracepath ends up believing
+    back: int | None         # tracepath "back N": hops on the return path
+
+
+@dataclass(frozen=True)
+class PathRoutes:
+    """The routes a path's traces can take."""
+
+    base: tuple[Router, ...]
+    changed: tuple[Router, ...] | None
+    blip: tuple[Router, ...]
+
+    @classmethod
+    def of(cls, path: Path, mesh: Mesh, episodes: list[Episode]) -> PathRoutes:
+        src, dst = path.src.site, path.dst.site
+        changed = None
+        for episode in episodes:
+            if episode.kind == "route_change":
+                p = episode.params
+                changed = mesh.planner.detour(path.route, src, dst, diverge=p["diverge_ttl"] - 1, via=p["new_as"],
+                                              tag=f"rc{path.index}", extra_hops=p["extra_hops"])
+        diverge = max(1, len(path.route) // 2 - 1)
+        blip = mesh.planner.detour(path.route, src, dst, diverge=diverge, via=None, tag=f"blip{path.index}", extra_hops=0)
+        return cls(path.route, changed, blip)
+
+    def hop_count(self, changed: np.ndarray) -> np.ndarray:
+        if self.changed is None:
+            return np.full(len(changed), len(self.base))
+        return np.where(changed, len(self.changed), len(self.base))
+
+
+def _route(path: Path, routes: PathRoutes, changed: bool, blip: bool, variant: int) -> tuple[Router, ...]:
+    if changed and routes.changed is not None:
+        return routes.changed
+    if blip:
+        return routes.blip
+    if not path.ecmp:
+        return routes.base
+    route = list(routes.base)
+    for position, alternatives in path.ecmp.items():
+        route[position] = alternatives[variant % len(alternatives)]
+    return tuple(route)
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """The random numbers of a batch of traces, drawn at once (rows: traces, columns: TTLs)."""
+
+    blip: np.ndarray
+    variant: np.ndarray
+    dropped: np.ndarray
+    extra_ms: np.ndarray       # ICMP generation time, sometimes a slow control plane
+    host_ms: np.ndarray
+    queue_share: np.ndarray
+    echo: np.ndarray
+
+    @classmethod
+    def draw(cls, n: int, blip_rate: float, rng: np.random.Generator) -> _Draws:
+        shape = (n, MAX_TTL)
+        slow = np.where(rng.random(shape) < _SLOW_PATH_RATE, rng.uniform(1.0, 25.0, shape), 0.0)
+        return cls(rng.random(n) < blip_rate, rng.integers(0, 3, n), rng.random(shape) < _DROP_RATE,
+                   rng.exponential(0.25, shape) + slow, rng.exponential(0.04, n), rng.uniform(0, 3, shape),
+                   rng.uniform(0.3, 1.0, n))
+
+
+def _mtu_report(path: Path, route: tuple[Router, ...], blackhole_ttl: int | None) -> int | None:
+    """TTL at which tracepath hears ``pmtu 1500`` (the link into that hop is narrower), if any."""
+    if path.src.mtu != 9000:
+        return None
+    if blackhole_ttl is not None:
+        return blackhole_ttl
+    if path.narrow_hop is not None and path.narrow_hop < len(route):
+        return path.narrow_hop + 1
+    if path.dst.mtu == 1500:
+        return len(route)
+    return None
+
+
+def _limits(path: Path, route: tuple[Router, ...], i: int, mods: Modifiers, tool: str) -> tuple[int, int | None, int | None]:
+    """(last TTL that answers, first TTL of silence to MAX_TTL or None, TTL of a ``pmtu 1500`` report or None)."""
+    report = _mtu_report(path, route, None)
+    if tool == "tracepath" and mods.mtu_blackhole[i]:
+        narrow = min(mods.param("mtu_blackhole", "narrow_ttl"), len(route))
+        heard = narrow if mods.param("mtu_blackhole", "tracepath") == "pmtu" else None
+        return narrow - 1, narrow, heard
+    if mods.unreachable[i]:
+        last = min(mods.param("unreachable", "last_ttl"), len(route) - 1)
+        silence = None if mods.param("unreachable", "flag") else last + 1
+        return last, silence, report if report is not None and report <= last else None
+    return len(route), None, report
+
+
+def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draws: _Draws, tool: str) -> Trace:
+    changed = bool(mods.route_changed[i])
+    route = _route(path, routes, changed, bool(draws.blip[i]), int(draws.variant[i]))
+    rtt_total = path.rtt_ms + (float(mods.rtt_delta_ms[i]) if changed else 0.0)
+    shift_from = mods.param("latency_shift", "from_ttl") or MAX_TTL + 1
+    shift = 0.0 if changed else float(mods.rtt_delta_ms[i])
+    queue = float(mods.queue_weight[i] * mods.queue_ms[i])
+    last, silence, report = _limits(path, route, i, mods, tool)
+    flag = mods.param("unreachable", "flag") if mods.unreachable[i] else None
+    dropped, extra, share = draws.dropped[i].tolist(), draws.extra_ms[i].tolist(), draws.queue_share[i].tolist()
+    hops = []
+    for index, router in enumerate(route[:last]):
+        ttl = index + 1
+        pmtu_from = route[index - 1].ip if ttl == report and index > 0 else None
+        is_host = index == len(route) - 1
+        if (router.silent and not is_host) or dropped[index]:
+            hops.append(Hop(ttl, None, pmtu_from=pmtu_from))
+            continue
+        rtt = router.frac * rtt_total + (shift if ttl >= shift_from else 0.0)
+        rtt += float(draws.host_ms[i]) if is_host else extra[index]
+        if router.frac > 0.3:
+            rtt += queue * share[index]
+        echo = round(max(0.01, rtt * float(draws.echo[i])), 3) if ttl == 1 else None
+        hops.append(Hop(ttl, router.ip, router.hostname, round(max(0.01, rtt), 3), router.asn, router.owner,
+                        flag if ttl == last else None, pmtu_from, echo))
+    if silence is not None:
+        hops.extend(Hop(ttl, None, pmtu_from=route[ttl - 2].ip if ttl == report else None)
+                    for ttl in range(silence, MAX_TTL + 1))
+    reached = last == len(route)
+    pmtu = 1500 if any(h.pmtu_from for h in hops) else path.src.mtu
+    back = len(route) + path.back_extra if reached else None
+    return Trace(t, tuple(hops), reached, path.src.mtu, pmtu, back)
+
+
+def measure_trace(path: Path, routes: PathRoutes, t: np.ndarray, mods: Modifiers, rng: np.random.Generator,
+                  tool: str) -> list[Trace]:
+    """One trace per start time in ``t`` as ``tool`` (traceroute or tracepath) sees it."""
+    draws = _Draws.draw(len(t), path.blip_rate, rng)
+    return [_one(path, routes, float(t[i]), i, mods, draws, tool) for i in range(len(t))]
