@@ -1,4 +1,4 @@
-"""``pathwatch stack``: up, down, status, logs, topics."""
+"""``pathwatch stack``: up, down, status, logs, init."""
 
 from __future__ import annotations
 
@@ -192,16 +192,35 @@ def _tail(handle, count: int) -> list[str]:
 
 
 @app.command()
-def topics(home: Home = None, config_file: ConfigFile = None,
-           bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: the stack's).")] = None) -> None:
-    """Create pathwatch's Kafka topics (topics.yaml) that do not exist yet."""
+def init(home: Home = None, config_file: ConfigFile = None,
+         bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: the stack's).")] = None,
+         database_admin_url: Annotated[Optional[str], typer.Option(help="A superuser DSN of the TimescaleDB to set up (default: the local stack's).")] = None,
+         skip_database: Annotated[bool, typer.Option("--skip-database", help="Only create the topics.")] = False) -> None:
+    """Create pathwatch's Kafka topics and the database, roles and extension (idempotent).
+
+    `stack up` does this itself; docker-compose's init service runs it against the containers.
+    Passwords come from PATHWATCH_DB_PASSWORD and PATHWATCH_DB_READONLY_PASSWORD, else the
+    state directory's generated ones.
+    """
     from pathwatch.stack import kafka
     from pathwatch.stack.component import StackError
+    from pathwatch.stack.timescale import TimescaleDB
 
     config = _config(home, config_file)
+    err = _console(stderr=True)
     servers = bootstrap or kafka.Kafka(config).bootstrap
     try:
         created = kafka.create_topics(servers, kafka.topics())
+        err.print(f"kafka {servers}: created {', '.join(created) or 'nothing (all topics exist)'}", markup=False)
+        if not skip_database:
+            database = TimescaleDB(config)
+            if database.external and database_admin_url is None:
+                raise StackError("timescaledb: PATHWATCH_DATABASE_URL names an existing database; "
+                                 "give --database-admin-url to set it up, or --skip-database")
+            database.bootstrap(database_admin_url)
+            err.print(f"timescaledb: database {config.database_name}, roles {config.database_user} and "
+                      f"{config.database_readonly_user}, extension timescaledb: in place", markup=False)
     except StackError as error:
         _fail(error)
-    _console(stderr=True).print(f"{servers}: created {', '.join(created) or 'nothing (all exist)'}", markup=False)
+    except Exception as error:  # psycopg or Kafka client errors: say which and why, without a traceback
+        _fail(StackError(f"init: {type(error).__name__}: {str(error).strip()}"))

@@ -56,6 +56,36 @@ def extension_version(url: str) -> str | None:
     return row[0] if row else None
 
 
+def bootstrap_database(admin_url: str, database: str, owner: tuple[str, str], reader: tuple[str, str]) -> None:
+    """Roles (name, password), the database owned by ``owner``, the extension, read grants for ``reader``.
+
+    Safe to run again: existing roles get their password set, nothing else changes. Used by
+    ``stack up`` and by docker-compose's init service (``pathwatch stack init``).
+    """
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as connection:
+        for role, password in (owner, reader):
+            exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+            connection.execute(sql.SQL(("ALTER" if exists else "CREATE") + " ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)))
+        if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(database), sql.Identifier(owner[0])))
+    names = {"database": sql.Identifier(database), "owner": sql.Identifier(owner[0]), "reader": sql.Identifier(reader[0])}
+    with psycopg.connect(make_conninfo(admin_url, dbname=database), autocommit=True, connect_timeout=10) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
+        for statement in (
+            "GRANT CONNECT ON DATABASE {database} TO {reader}",
+            "GRANT USAGE ON SCHEMA public TO {reader}",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
+            "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT SELECT ON TABLES TO {reader}",
+        ):
+            connection.execute(sql.SQL(statement).format(**names))
+
+
 class TimescaleDB(Component):
     name = "timescaledb"
 
@@ -174,7 +204,7 @@ class TimescaleDB(Component):
             self._check_external()
             return
         step("creating database and roles")
-        self._bootstrap()
+        self.bootstrap()
 
     def _check_external(self) -> None:
         import psycopg
@@ -188,33 +218,11 @@ class TimescaleDB(Component):
             raise StackError(f"timescaledb: the database at PATHWATCH_DATABASE_URL has no timescaledb extension "
                              f"and it could not be created: {str(error).strip()}") from None
 
-    def _bootstrap(self) -> None:
-        """Roles, database, extension and grants; safe to run on every start."""
-        import psycopg
-        from psycopg import sql
-
-        owner, reader = self.config.database_user, self.config.database_readonly_user
-        database = self.config.database_name
-        with psycopg.connect(self._superuser_url(), autocommit=True) as connection:
-            for role, password in ((owner, self._password("owner")),
-                                   (reader, self._password("readonly"))):
-                exists = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-                verb = "ALTER" if exists else "CREATE"
-                connection.execute(sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(
-                    sql.Identifier(role), sql.Literal(password)))
-            if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
-                connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(database), sql.Identifier(owner)))
-        with psycopg.connect(self._superuser_url(database), autocommit=True) as connection:
-            connection.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
-            for statement in (
-                "GRANT CONNECT ON DATABASE {database} TO {reader}",
-                "GRANT USAGE ON SCHEMA public TO {reader}",
-                "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}",
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT SELECT ON TABLES TO {reader}",
-            ):
-                connection.execute(sql.SQL(statement).format(database=sql.Identifier(database),
-                                                             owner=sql.Identifier(owner), reader=sql.Identifier(reader)))
+    def bootstrap(self, admin_url: str | None = None) -> None:
+        """Create or update the roles, database, extension and grants (the local superuser by default)."""
+        bootstrap_database(admin_url or self._superuser_url(), self.config.database_name,
+                           (self.config.database_user, self._password("owner")),
+                           (self.config.database_readonly_user, self._password("readonly")))
 
     def stop(self) -> procs.ProcessRecord | None:
         # SIGINT: PostgreSQL's fast shutdown (SIGTERM would wait for every client to leave).

@@ -1,0 +1,13 @@
+# Superset configuration for pathwatch, shared by `pathwatch stack up` and docker-compose.yml
+# (SUPERSET_CONFIG_PATH points here). Secrets and paths come from the environment:
+#   SUPERSET_SECRET_KEY     generated once by the stack (or from .env for docker compose)
+#   SUPERSET_METADATA_URI   where Superset keeps its own metadata (SQLite is fine)
+#   SUPERSET_HOME           Superset's data folder
+import os
+
+SECRET_KEY = os.environ["SUPERSET_SECRET_KEY"]
+SQLALCHEMY_DATABASE_URI = os.environ["SUPERSET_METADATA_URI"]
+DATA_DIR = os.environ["SUPERSET_HOME"]
+# Plain http (127.0.0.1, or behind a proxy that terminates TLS): no HTTPS redirects.
+TALISMAN_ENABLED = False
+WTF_CSRF_ENABLED = True
