@@ -36,7 +36,8 @@ class Modifiers:
     rtt_delta_ms: np.ndarray
     owd_delta_ms: np.ndarray
     clock_error_ms: np.ndarray       # added to the hosts' healthy max-clock-error
-    loss: np.ndarray                 # per-packet loss every flow on the path sees
+    loss: np.ndarray                 # per-packet random loss every flow on the path sees (TCP: Mathis)
+    congestion_loss: np.ndarray      # drops at a full queue: probes see them, TCP just gets its share
     lag_loss: np.ndarray             # loss on one LAG member (a flow hashed onto it sees it)
     queue_weight: np.ndarray         # share of packets meeting a standing queue
     queue_ms: np.ndarray             # that queue's exponential scale
@@ -57,8 +58,8 @@ class Modifiers:
 def _empty(n: int) -> Modifiers:
     zeros = lambda: np.zeros(n)  # noqa: E731
     flags = lambda: np.zeros(n, dtype=bool)  # noqa: E731
-    return Modifiers(n, zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), np.ones(n), np.ones(n),
-                     flags(), flags(), flags(), flags(), flags())
+    return Modifiers(n, zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), np.ones(n),
+                     np.ones(n), flags(), flags(), flags(), flags(), flags())
 
 
 def hour_of_day(t: np.ndarray) -> np.ndarray:
@@ -126,10 +127,10 @@ def modifiers(episodes: list[Episode], src: str, t: np.ndarray) -> Modifiers:
         elif kind == "diurnal_saturation":
             busy = np.where(on, busy_window(t, episode.start, p["busy_utc_h"], p["busy_hours"]), 0.0)
             mods.rate_factor *= 1.0 - (1.0 - p["keep"]) * busy
-            mods.loss += p["loss"] * busy
+            mods.congestion_loss += p["loss"] * busy
             mods.queue_weight = np.maximum(mods.queue_weight, p["queue_weight"] * busy)
             mods.queue_ms = np.where(busy > 0, p["queue_ms"] * (0.4 + 0.6 * busy), mods.queue_ms)
-            mods.retransmit_factor *= 1.0 + 3.0 * busy
+            mods.retransmit_factor *= 1.0 + 8.0 * busy
         elif kind == "throughput_drop":
             mods.rate_factor *= np.where(on, p["keep"], 1.0)
             mods.retransmit_factor *= np.where(on, p["retransmit_factor"], 1.0)

@@ -110,7 +110,7 @@ def measure_latency(path: Path, t: np.ndarray, mods: Modifiers, rng: np.random.G
     first_bucket = np.floor(minimum / BUCKET_MS).astype(np.int64)
     offset = minimum - first_bucket * BUCKET_MS
 
-    owamp_loss = path.loss_base + mods.loss
+    owamp_loss = path.loss_base + mods.loss + mods.congestion_loss
     if mods.param("rising_loss", "owamp_on_bad_member"):
         owamp_loss = owamp_loss + mods.lag_loss
     lost = rng.binomial(packets, np.clip(owamp_loss, 0.0, 1.0))

@@ -30,7 +30,7 @@ from .routes import Router
 from .scenario import Episode
 
 MAX_TTL = 30
-_DROP_RATE = 0.004          # a single probe lost at any hop
+_DROP_RATE = 0.004          # a router's answer lost (ICMP rate limiting); never the destination's
 _SLOW_PATH_RATE = 0.03      # a router answering from its slow control plane
 
 
@@ -160,7 +160,7 @@ def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draw
         ttl = index + 1
         pmtu_from = route[index - 1].ip if ttl == report and index > 0 else None
         is_host = index == len(route) - 1
-        if (router.silent and not is_host) or dropped[index]:
+        if not is_host and (router.silent or dropped[index]):
             hops.append(Hop(ttl, None, pmtu_from=pmtu_from))
             continue
         rtt = router.frac * rtt_total + (shift if ttl >= shift_from else 0.0)

@@ -26,7 +26,9 @@ def _who(hop: Hop, ip: str, names: bool) -> str:
 
 
 def _line(ttl: int, who: str, rtt: float, suffix: str = "") -> str:
-    return f"{ttl:2d}:  {who:<{_HOST_COLUMN}}{rtt:7.3f}ms {suffix}"
+    """One answer; a name too long for the column keeps one space before the time, as iputils does."""
+    pad = " " * max(1, _HOST_COLUMN - len(who))
+    return f"{ttl:2d}:  {who}{pad}{rtt:7.3f}ms {suffix}"
 
 
 def _hop_lines(hop: Hop, previous_rtt: float, last: bool, reached: bool, asymm: int | None, names: bool) -> list[str]:
