@@ -142,7 +142,7 @@ class PathSeries:
     """One path's measurements as columns in time order (NaN where a value is missing).
 
     The plots read the same columns, so it also keeps what only they need (``delay_min``,
-    ``hop_count``, ``path_ids``).
+    ``hop_count``, ``pmtu``, ``path_ids``).
     """
 
     throughput_t: np.ndarray
@@ -155,6 +155,7 @@ class PathSeries:
     trace_t: np.ndarray
     reached: np.ndarray                 # 1.0, 0.0 or NaN (cannot tell)
     hop_count: np.ndarray
+    pmtu: np.ndarray                    # path MTU the trace reported (NaN: none)
     path_ids: list[str]
     asns: list[tuple[int, ...]]         # the known (non-null, non-zero) AS numbers in hop order
 
@@ -185,7 +186,7 @@ class _Columns:
             delay_min=self.column("dmin", lat), delay_median=self.column("dmed", lat),
             one_way=self.column("one_way", lat) > 0.5,
             trace_t=self.column("tr_t", tr), reached=self.column("reached", tr),
-            hop_count=self.column("hops", tr),
+            hop_count=self.column("hops", tr), pmtu=self.column("pmtu", tr),
             path_ids=[self.path_ids[i] for i in tr], asns=[self.asns[i] for i in tr],
         )
 
@@ -209,7 +210,7 @@ def collect(records: Iterable[dict[str, Any]]) -> dict[Path, PathSeries]:
                      one_way=1.0 if obs.one_way else 0.0)
         elif isinstance(obs, TraceObs):
             reached = None if obs.reached is None else float(obs.reached)
-            cols.add(tr_t=obs.t, reached=reached, hops=len(obs.hops))
+            cols.add(tr_t=obs.t, reached=reached, hops=len(obs.hops), pmtu=obs.pmtu_bytes)
             cols.path_ids.append(obs.path_id)
             cols.asns.append(tuple(asn for asn in obs.asns if asn))
     return {path: cols.freeze() for path, cols in columns.items()}

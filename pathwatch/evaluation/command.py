@@ -28,7 +28,8 @@ from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series
 EXIT_OK, EXIT_REJECTED = 0, 2
 
 
-def data_extent(labels: Sequence[Label], anomalies: Sequence[Anomaly], record_times: Sequence[float]) -> tuple[float, float]:
+def data_extent(labels: Sequence[Label], anomalies: Sequence[Anomaly],
+                record_times: Sequence[float]) -> tuple[float, float]:
     """(start, end) of the data: the earliest and latest time in labels, anomalies and raw records.
 
     >>> data_extent([Label("loss_step", "a", "b", 100.0, None)], [], [50.0, 400.0])

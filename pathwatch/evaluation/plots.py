@@ -44,6 +44,7 @@ PANELS: dict[str, tuple[str, ...]] = {
 }
 COLOURS = {"label": "0.55", "pathwatch": "tab:blue", "WLCG": "tab:orange"}
 BEFORE_S, AFTER_S = 2 * DAY, DAY
+MAX_CHANGE_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Case:
     title: str
     verdicts: dict[str, str]      # system -> "detected after 12 min", "missed", "false alarm", ...
     label: Label | None = None
+    highlight: frozenset[str] = frozenset()   # ids of the anomalies the case is about (drawn solid)
 
 
 def case_name(number: int, kind: str, path: PathKey) -> str:
@@ -83,10 +85,11 @@ def cases(
         verdicts = {system: _verdict(delays[system][i]) for system in systems}
         path = (label.source, label.destination)
         end = end_of_data if label.end is None else label.end
+        hits = frozenset(found[j].id for found, matching in systems.values() for j in matching.hits[i])
         out.append(Case(case_name(len(out) + 1, label.kind, path), label.kind, path, label.start, end,
                         f"{label.kind} {path[0]} → {path[1]}: "
                         + ", ".join(f"{system} {verdict}" for system, verdict in verdicts.items()),
-                        verdicts, label))
+                        verdicts, label, hits))
     for system, (found, matching) in systems.items():
         for j, anomaly in enumerate(found):
             if matching.status(j) != "false":
@@ -98,8 +101,13 @@ def cases(
             out.append(Case(f"false-{system}-" + case_name(len(out) + 1, anomaly.kind, path), anomaly.kind, path,
                             anomaly.start, max(end, anomaly.start),
                             f"false alarm by {system}: {what} {path[0]} → {path[1]}, detected "
-                            f"{from_epoch(anomaly.detected_at)}", {system: "false alarm"}))
+                            f"{_minute(anomaly.detected_at)}", {system: "false alarm"}, None, frozenset((anomaly.id,))))
     return out
+
+
+def _minute(t: float) -> str:
+    """``2024-05-01 14:05`` (UTC): times as a person reads them in titles and the index."""
+    return from_epoch(round(t / 60) * 60)[:16].replace("T", " ")
 
 
 def _days(t: np.ndarray | float) -> np.ndarray | float:
@@ -131,13 +139,19 @@ def _panel(ax, which: str, s: PathSeries | None, lo: float, hi: float) -> None:
         w = time_window(s.trace_t, lo, hi)
         if w.stop > w.start:
             t = _days(s.trace_t[w])
-            ax.step(t, s.hop_count[w], where="post", color="tab:brown", lw=1)
+            ax.plot(t, s.hop_count[w], ".", ms=3, color="tab:brown")
             ids = s.path_ids[w]
             changes = [t[k] for k in range(1, len(ids)) if ids[k] != ids[k - 1]]
             if changes:
-                ax.vlines(changes, 0, 1, transform=ax.get_xaxis_transform(), colors="tab:red", alpha=0.6,
-                          lw=0.8, linestyles="dashed", label="path id changes")
+                # a flapping path would hide everything under its lines: then only count them
+                ax.vlines(changes if len(changes) <= MAX_CHANGE_LINES else [], 0, 1, transform=ax.get_xaxis_transform(),
+                          colors="tab:red", alpha=0.6, lw=0.8, linestyles="dashed",
+                          label=f"path id changes: {len(changes)}")
                 ax.legend(loc="upper left", fontsize=7)
+            if not np.isnan(s.pmtu[w]).all():
+                pmtu = ax.twinx()
+                pmtu.step(t, s.pmtu[w], where="post", color="tab:olive", lw=1)
+                pmtu.set_ylabel("pmtu bytes", color="tab:olive")
             unreached = s.reached[w] == 0
             ax.plot(t[unreached], s.hop_count[w][unreached], "x", color="tab:red", ms=4)
             ax.set_ylabel("hops")
@@ -147,17 +161,17 @@ def _panel(ax, which: str, s: PathSeries | None, lo: float, hi: float) -> None:
 
 
 def _strip(ax, case: Case, systems: dict[str, Sequence[Anomaly]], lo: float, hi: float, end_of_data: float) -> None:
-    rows = [("label", [(case.label.start, case.end, None, case.kind)] if case.label else [])]
+    rows = [("label", [(case.label.start, case.end, None, case.kind, None)] if case.label else [])]
     for system, found in systems.items():
-        rows.append((system, [(a.start, end_of_data if a.end is None else a.end, a.detected_at, a.kind)
+        rows.append((system, [(a.start, end_of_data if a.end is None else a.end, a.detected_at, a.kind, a.id)
                               for a in found if (a.source, a.destination) == case.path]))
     for y, (name, spans) in enumerate(reversed(rows)):
         colour = COLOURS.get(name, "tab:gray")
-        for start, end, detected, kind in spans:
+        for start, end, detected, kind, ident in spans:
             if end < lo or start > hi:
                 continue
             ax.broken_barh([(_days(start), max(_days(end) - _days(start), 1e-3))], (y - 0.35, 0.7),
-                           color=colour, alpha=0.9 if kind == case.kind else 0.35)
+                           color=colour, alpha=0.9 if name == "label" or ident in case.highlight else 0.3)
             ax.text(_days(max(start, lo)), y, f" {kind}", va="center", fontsize=6)
             if detected is not None and lo <= detected <= hi:
                 ax.plot(_days(detected), y + 0.45, "v", color="black", ms=4)
@@ -202,14 +216,14 @@ def write_index(cases_drawn: Sequence[Case], directory: Path) -> Path:
         lines += ["## Labelled cases", "", "| kind | path | window | " + " | ".join(systems) + " | plot |",
                   "|---|---|---|" + "---|" * len(systems) + "---|"]
         for c in labelled:
-            window = f"{from_epoch(c.start)} – {from_epoch(c.end)}"
+            window = f"{_minute(c.start)} – {_minute(c.end)}"
             lines.append(f"| {c.kind} | {c.path[0]} → {c.path[1]} | {window} | "
                          + " | ".join(c.verdicts[s] for s in systems) + f" | [{c.name}.png]({c.name}.png) |")
         lines.append("")
     if false:
         lines += ["## False alarms", "", "| by | kind | path | start | plot |", "|---|---|---|---|---|"]
         for c in false:
-            lines.append(f"| {next(iter(c.verdicts))} | {c.kind} | {c.path[0]} → {c.path[1]} | {from_epoch(c.start)} "
+            lines.append(f"| {next(iter(c.verdicts))} | {c.kind} | {c.path[0]} → {c.path[1]} | {_minute(c.start)} "
                          f"| [{c.name}.png]({c.name}.png) |")
         lines.append("")
     index = directory / "index.md"
