@@ -23,7 +23,6 @@ from pathwatch.evaluation.matching import HOUR, Label, match
 from pathwatch.evaluation.metrics import DAY, score
 from pathwatch.evaluation.report import Report
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series_extent
 
 EXIT_OK, EXIT_REJECTED = 0, 2
 
@@ -73,10 +72,11 @@ def run_evaluate(
     series: dict = {}
     if raw:
         from pathwatch.detect import parsed_records
+        from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series_extent
 
         # parsed_records shows its own progress bar for big inputs on a terminal
         series = collect(parsed_records([str(p) for p in raw], None, rejected, console))
-    start, end = data_extent(label_rows, ours, series_extent(series))
+    start, end = data_extent(label_rows, ours, series_extent(series) if raw else ())
     paths = set(series) if raw else distinct_paths(label_rows, ours)
     path_days = len(paths) * max(end - start, 0.0) / DAY
 
