@@ -134,5 +134,11 @@ def envelope_lines(sim: Simulation, on_progress: Callable[[int], None] | None = 
         pending = pending[cut:]
 
 
+def path_lines(sim: Simulation, src: str, dst: str) -> list[Line]:
+    """Every raw envelope of one path over the whole period, in collection order (for tests and notebooks)."""
+    tests = _PathTests(sim, sim.mesh.path(src, dst))
+    return sorted(tests.lines(sim.config.start, sim.config.end), key=lambda line: line.order)
+
+
 def _collected(line: Line) -> int:
     return line.collected_at

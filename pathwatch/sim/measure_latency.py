@@ -28,7 +28,6 @@ from .mesh import Path
 BUCKET_MS = 0.1
 _MAX_BUCKETS = 800
 _BAD_SAMPLE_RATE = 0.002     # a window with a loss burst and a queue spike (healthy outlier)
-_KEYS: dict[int, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +42,13 @@ class LatencyResult:
     ttl: int
 
 
-def bucket_key(index: int) -> str:
-    """The histogram key of bucket ``index`` (its lower edge in ms).
+def bucket_keys(buckets: np.ndarray) -> list[str]:
+    """The histogram keys of bucket numbers (each bucket's lower edge in ms).
 
-    >>> bucket_key(211), bucket_key(-34)
-    ('21.10', '-3.40')
+    >>> bucket_keys(np.array([211, -34]))
+    ['21.10', '-3.40']
     """
-    key = _KEYS.get(index)
-    if key is None:
-        key = _KEYS[index] = f"{index * BUCKET_MS:.2f}"
-    return key
+    return [f"{b * BUCKET_MS:.2f}" for b in buckets.tolist()]
 
 
 def _bucket_probabilities(offset: np.ndarray, weights: np.ndarray, scales: np.ndarray, count: int) -> np.ndarray:
@@ -123,12 +119,14 @@ def measure_latency(path: Path, t: np.ndarray, mods: Modifiers, rng: np.random.G
     reordered = np.minimum(rng.poisson(0.3 if path.ecmp else 0.02, n), received).tolist()
     clock_error = np.round(np.maximum(0.01, path.src.clock_error_ms + path.dst.clock_error_ms + mods.clock_error_ms
                                       + rng.uniform(-0.05, 0.05, n)), 2).tolist()
-    first = first_bucket.tolist()
     ttls = (256 - hops).tolist()
     lost_list = lost.tolist()
+    buckets = [np.asarray(filled, dtype=np.int64) + first_bucket[i] for i, (filled, _) in enumerate(histograms)]
+    used = np.unique(np.concatenate(buckets))
+    names = dict(zip(used.tolist(), bucket_keys(used)))
     results = []
-    for i, (filled, counts) in enumerate(histograms):
-        histogram = dict(zip([bucket_key(first[i] + k) for k in filled], counts))
+    for i, (_, counts) in enumerate(histograms):
+        histogram = dict(zip([names[b] for b in buckets[i].tolist()], counts))
         results.append(LatencyResult(float(t[i]), packets, lost_list[i], duplicates[i], reordered[i], histogram,
                                      clock_error[i], ttls[i]))
     return results

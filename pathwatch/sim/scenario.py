@@ -100,8 +100,10 @@ def _eligible(kind: str, path: Path) -> bool:
         return path.rtt_ms >= 25 and any(w * 8 / (path.rtt_ms / 1000) < 0.4 * path.rate_bps for w in _WINDOWS)
     if kind == "route_change":
         return path.src.site != path.dst.site and len(path.route) >= 6
-    if kind in ("diurnal_saturation", "throughput_drop", "loss_step"):
-        return not path.nic_limited or kind == "loss_step"
+    if kind in ("rising_loss", "loss_step"):  # BBR shrugs off random loss: its runs would not show the signature
+        return path.src.congestion != "bbr"
+    if kind in ("diurnal_saturation", "throughput_drop"):
+        return not path.nic_limited
     return True
 
 
