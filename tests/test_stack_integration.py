@@ -220,6 +220,12 @@ def test_second_up_is_a_no_op_while_running(home, current):
     assert {name: part["pid"] for name, part in status(home)["components"].items()} == before
 
 
+def test_init_is_idempotent_and_logs_show_the_broker(home, current):
+    result = pathwatch(home, "stack", "init")
+    assert "created nothing (all topics exist)" in result.stderr and "in place" in result.stderr
+    assert "Kafka Server started" in pathwatch(home, "stack", "logs", "kafka", "-n", "100000").stdout
+
+
 def _pids(current: dict) -> list[int]:
     return [part["pid"] for part in current["components"].values() if part["pid"]]
 
