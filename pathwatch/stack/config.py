@@ -58,10 +58,6 @@ class StackConfig:
     # Seconds to wait for a started service to become ready.
     ready_timeout: float = 180.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {field.name: (str(value) if isinstance(value, Path) else value)
-                for field in dataclasses.fields(self) for value in [getattr(self, field.name)]}
-
 
 # Settings that are secrets come from the environment or from files in the state directory,
 # never from the config file (see pathwatch.stack.secrets).

@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import BinaryIO, Iterator, Mapping, Sequence
 
 
 class ProcessError(RuntimeError):
@@ -96,10 +97,7 @@ def write_record(path: Path, record: ProcessRecord) -> None:
 def spawn(name: str, argv: Sequence[str], pid_file: Path, log_file: Path,
           env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ProcessRecord:
     """Start ``argv`` in a new session, output appended to ``log_file``; record it in ``pid_file``."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_file, "ab") as log:
-        log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {name}: {' '.join(argv)}\n".encode())
-        log.flush()
+    with _log(log_file, f"starting {name}", argv) as log:
         try:
             process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                        env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
@@ -110,6 +108,16 @@ def spawn(name: str, argv: Sequence[str], pid_file: Path, log_file: Path,
     # The child is reaped by nobody once this process exits; keep the Popen from warning.
     process.returncode = 0
     return record
+
+
+@contextlib.contextmanager
+def _log(log_file: Path, heading: str, argv: Sequence[str]) -> Iterator[BinaryIO]:
+    """``log_file`` opened for appending, after a line saying when and what runs."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} {heading}: {' '.join(argv)}\n".encode())
+        log.flush()
+        yield log
 
 
 def _wait_stat(pid: int) -> int:
@@ -240,10 +248,7 @@ def run_logged(component: str, what: str, argv: Sequence[str], log_file: Path,
 
     Raises ProcessError("COMPONENT: WHAT failed (exit N), see LOG") when it fails.
     """
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_file, "ab") as log:
-        log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} {what}: {' '.join(argv)}\n".encode())
-        log.flush()
+    with _log(log_file, what, argv) as log:
         try:
             result = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     env=dict(env) if env is not None else None, cwd=cwd, timeout=timeout)
