@@ -122,9 +122,9 @@ def up(config: StackConfig | None = None, report: Report | None = None) -> Stack
                 part.install(step)
                 part.start(step)
                 part.wait_ready(time.monotonic() + config.ready_timeout, step)
-            except (StackError, procs.ProcessError) as error:
-                errors[part.name] = str(error)
-                report(part.name, f"failed: {error}")
+            except Exception as error:  # reported with the others below, never lost with the thread
+                errors[part.name] = _message(part.name, error)
+                report(part.name, f"failed: {errors[part.name]}")
 
         threads = [threading.Thread(target=bring_up, args=(part,), name=f"stack-{part.name}") for part in parts]
         for thread in threads:
@@ -137,12 +137,19 @@ def up(config: StackConfig | None = None, report: Report | None = None) -> Stack
             try:
                 part.after_ready(lambda message, name=part.name: report(name, message))
                 report(part.name, "ready")
-            except (StackError, procs.ProcessError) as error:
-                errors[part.name] = str(error)
-                report(part.name, f"failed: {error}")
+            except Exception as error:  # e.g. a psycopg or Kafka client error while setting up
+                errors[part.name] = _message(part.name, error)
+                report(part.name, f"failed: {errors[part.name]}")
         if errors:
             raise StackError("\n".join(errors[name] for name in NAMES if name in errors))
     return status(config)
+
+
+def _message(name: str, error: Exception) -> str:
+    """One line naming the component: our own errors already do, others get the type and name."""
+    if isinstance(error, (StackError, procs.ProcessError)):
+        return str(error)
+    return f"{name}: {type(error).__name__}: {str(error).strip()}"
 
 
 def down(config: StackConfig | None = None, wipe: bool = False) -> dict[str, procs.ProcessRecord | None]:
