@@ -27,7 +27,7 @@ from .effects import Modifiers, healthy_busy
 from .mesh import Path
 
 _OUTLIER_RATE = 0.015       # a healthy run spoiled by someone else's burst
-_OVERSHOOT_RATE = 0.3       # slow-start overshoot: a burst of retransmits early in the run
+_OVERSHOOT_RATE = 0.15      # slow-start overshoot: a burst of retransmits early in the run
 _MATHIS_C = {"cubic": 1.6, "htcp": 1.4, "bbr": None}
 _LN2 = math.log(2.0)
 
@@ -138,7 +138,7 @@ def _run(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator
         retransmits += int(rng.integers(50, 1500))
     per_interval = rng.multinomial(retransmits, _retransmit_weights(shape, rng))
     if window is None and path.src.congestion != "bbr" and rng.random() < _OVERSHOOT_RATE:
-        per_interval[int(np.argmax(shape >= 0.8))] += int(rng.integers(5, 300))
+        per_interval[int(np.argmax(shape >= 0.8))] += int(rng.integers(5, 150))
 
     queue_ms = float(mods.queue_weight[i] * mods.queue_ms[i]) * 3
     self_queue = rtt_ms * (rng.uniform(0.0, 0.002, len(shape)) if window is not None else

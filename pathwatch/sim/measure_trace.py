@@ -118,12 +118,10 @@ class _Draws:
                    rng.uniform(0.3, 1.0, n))
 
 
-def _mtu_report(path: Path, route: tuple[Router, ...], blackhole_ttl: int | None) -> int | None:
-    """TTL at which tracepath hears ``pmtu 1500`` (the link into that hop is narrower), if any."""
-    if path.src.mtu != 9000:
+def _mtu_report(path: Path, route: tuple[Router, ...], tool: str) -> int | None:
+    """TTL at which a healthy tracepath hears ``pmtu 1500`` (the link into that hop is narrower), if any."""
+    if tool != "tracepath" or path.src.mtu != 9000:
         return None
-    if blackhole_ttl is not None:
-        return blackhole_ttl
     if path.narrow_hop is not None and path.narrow_hop < len(route):
         return path.narrow_hop + 1
     if path.dst.mtu == 1500:
@@ -133,7 +131,7 @@ def _mtu_report(path: Path, route: tuple[Router, ...], blackhole_ttl: int | None
 
 def _limits(path: Path, route: tuple[Router, ...], i: int, mods: Modifiers, tool: str) -> tuple[int, int | None, int | None]:
     """(last TTL that answers, first TTL of silence to MAX_TTL or None, TTL of a ``pmtu 1500`` report or None)."""
-    report = _mtu_report(path, route, None)
+    report = _mtu_report(path, route, tool)
     if tool == "tracepath" and mods.mtu_blackhole[i]:
         narrow = min(mods.param("mtu_blackhole", "narrow_ttl"), len(route))
         heard = narrow if mods.param("mtu_blackhole", "tracepath") == "pmtu" else None

@@ -12,7 +12,7 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -151,8 +151,6 @@ def _hosts(count: int, rng: np.random.Generator) -> list[Host]:
 
 def _ensure_jumbo_tracepath(hosts: list[Host]) -> list[Host]:
     """At least two tracepath-running hosts and one more host with 9000-byte MTU (MTU black holes need them)."""
-    from dataclasses import replace
-
     runners = [i for i, h in enumerate(hosts) if "tracepath" in h.tools]
     others = [i for i, h in enumerate(hosts) if "tracepath" not in h.tools]
     for index in runners[:2] + others[:1]:

@@ -184,22 +184,30 @@ class RoutePlanner:
 
     def detour(self, route: tuple[Router, ...], src: Site, dst: Site, *, diverge: int, via: str | None,
                tag: str, extra_hops: int) -> tuple[Router, ...]:
-        """``route`` with its middle replaced from hop index ``diverge`` on: another backbone path.
+        """``route`` with the routers from index ``diverge`` to the destination's own networks replaced.
 
-        The routers before ``diverge`` and the destination's own networks stay; the hops in
-        between are other interfaces, through ``via`` when given (a new AS in the path).
+        Without ``via`` the new hops are other interfaces (other links) at the same PoPs, so
+        the path changes at the IP level only; with ``via`` they are that network's PoPs from
+        the divergence point on (a new AS in the path). ``extra_hops`` adds or drops routers.
         """
-        tail = route[len(route) - _local_tail(route, dst):]
-        middle = self.backbone_chain(src, dst, via=via, tag=tag)
-        if extra_hops < 0 and len(middle) > 1:
-            middle = middle[: len(middle) + extra_hops] or middle[:1]
-        for index in range(max(0, extra_hops)):
-            place = middle[-1].place
-            middle.append(self.router(via or src.backbone, place, "rtr", ("detour", tag, index, place.code), index + 2))
+        tail = list(route[len(route) - _local_tail(route, dst):])
+        diverge = max(1, min(diverge, len(route) - len(tail)))
         head = list(route[:diverge])
-        chain = head + middle
-        chain = chain[: MAX_HOPS - len(tail)]
-        return with_fracs(chain + list(tail), src)
+        if via is not None:
+            middle = self._backbone(via, pops_between(via, head[-1].place, dst, 4), head[-1].place.code + tag)
+        else:
+            middle = [self.router(r.network or src.backbone, r.place, "rtr", ("detour", tag, r.ip), i)
+                      for i, r in enumerate(route[diverge:len(route) - len(tail)])]
+            if not middle:
+                tail[0] = self.router(tail[0].network or dst.campus, tail[0].place, "gw", ("detour", tag, tail[0].ip), 1)
+        if extra_hops < 0:
+            middle = middle[: max(1, len(middle) + extra_hops)]
+        for index in range(max(0, extra_hops)):
+            last = middle[-1] if middle else head[-1]
+            network = via or last.network or src.backbone
+            middle.append(self.router(network, last.place, "rtr", ("detour", tag, index, last.place.code), index + 2))
+        chain = (head + middle)[: MAX_HOPS - len(tail)]
+        return with_fracs(chain + tail, src)
 
     def ecmp_variants(self, route: tuple[Router, ...], positions: list[int], count: int) -> dict[int, tuple[Router, ...]]:
         """Parallel routers at ``positions``: index 0 is the route's own, the others other interfaces."""

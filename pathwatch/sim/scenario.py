@@ -107,12 +107,14 @@ def _eligible(kind: str, path: Path) -> bool:
     return True
 
 
-def _params(kind: str, path: Path, start: int, config: SimConfig, rng: np.random.Generator) -> dict:
+def _params(kind: str, path: Path, rng: np.random.Generator) -> dict:
     """The injected magnitudes (also what scorers may print)."""
     uniform = lambda a, b: round(float(rng.uniform(a, b)), 4)  # noqa: E731
     middle = max(2, len(path.route) // 3)
     if kind == "route_change":
-        delta = uniform(1.5, 8.0) * (1 if rng.random() < 0.6 or path.rtt_ms < 12 else -1)
+        delta = uniform(1.5, 8.0)
+        if rng.random() < 0.4 and path.rtt_ms * path.fwd_share > delta + 1:  # the old route was the longer one
+            delta = -delta
         via = [None, "transit", "he"][int(rng.integers(0, 3))]
         return {"rtt_delta_ms": delta, "owd_delta_ms": round(delta * uniform(0.6, 1.0), 4),
                 "diverge_ttl": int(rng.integers(middle, max(middle + 1, len(path.route) - 3))) + 1,
@@ -219,11 +221,11 @@ def choose_episodes(mesh: Mesh, config: SimConfig, rng: np.random.Generator) -> 
                 plan.take(path, kind)
                 placed[kind] += 1
                 start = _onset(config, rng)
-                params = _params(kind, path, start, config, rng)
+                params = _params(kind, path, rng)
                 if kind == "diurnal_saturation":
                     start = _busy_start(start, params["busy_utc_h"])
-                if kind == "rising_loss":
-                    params["owamp_on_bad_member"] = placed[kind] % 2 == 1 if placed[kind] <= 2 else bool(rng.random() < 0.5)
+                if kind == "rising_loss":  # the first two show both: probes on the bad member, and beside it
+                    params["owamp_on_bad_member"] = placed[kind] == 1 if placed[kind] <= 2 else bool(rng.random() < 0.5)
                 end = _end(kind, start, config, rng)
                 episodes.append(Episode(kind, path.src.name, path.dst.name, start, end, params))
     return sorted(episodes, key=lambda e: (KINDS.index(e.kind), e.src, e.dst))
