@@ -36,12 +36,17 @@ def test_ecmp_alternation_and_a_blip_are_not_route_changes():
     assert detect(obs) == []
 
 
-def test_persistent_change_with_rtt_step_opens_on_first_trace():
+def _owd(rng, start, end, level):
+    return [latency(t, level + rng.normal(0, 0.05)) for t in np.arange(start, end, 600.0)]
+
+
+def test_persistent_change_with_an_owd_step_opens_on_first_trace():
     rng = np.random.default_rng(2)
     before = _traces(rng, 100, [A, A_ECMP])
     change_t = before[-1].t + 20 * 60
     after = _traces(rng, 50, [B], start=change_t, rtt=27.0)
-    found = [a for a in detect(before + after) if a.kind == "route_change"]
+    owd = _owd(rng, T0 - 300, change_t - 600, 10.0) + _owd(rng, change_t - 300, after[-1].t, 13.5)
+    found = [a for a in detect(before + after + owd) if a.kind == "route_change"]
     assert len(found) == 1
     change = found[0]
     assert change.start == change_t and change.detected_at == change_t
@@ -62,13 +67,21 @@ def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_reve
     assert found[0].end == back[0].t
 
 
-def test_new_as_confirms_a_change_at_once():
+def test_new_as_with_an_rtt_step_confirms_a_change_at_once():
     rng = np.random.default_rng(4)
     asn_a, asn_b = [1, 1, 100, 100, 2], [1, 1, 300, 300, 300, 2]
     before = [trace(T0 + i * 1200, A, asns=asn_a, rtt=20 + rng.normal(0, .2)) for i in range(50)]
-    after = [trace(T0 + (50 + i) * 1200, B, asns=asn_b, rtt=20 + rng.normal(0, .2)) for i in range(5)]
+    after = [trace(T0 + (50 + i) * 1200, B, asns=asn_b, rtt=26 + rng.normal(0, .2)) for i in range(5)]
     found = [a for a in detect(before + after) if a.kind == "route_change"]
     assert len(found) == 1 and found[0].detected_at == after[0].t and found[0].evidence["as_changed"]
+
+
+def test_a_one_trace_blip_onto_a_new_as_is_not_a_change():
+    rng = np.random.default_rng(5)
+    asn_a, asn_b = [1, 1, 100, 100, 2], [1, 1, 300, 300, 300, 2]
+    obs = [trace(T0 + i * 1200, A, asns=asn_a, rtt=20 + rng.normal(0, .2)) for i in range(80)]
+    obs[60] = trace(obs[60].t, B, asns=asn_b, rtt=20.3)
+    assert detect(obs) == []
 
 
 # ---------------------------------------------------------------- unreachable

@@ -41,18 +41,20 @@ class LossParams(Params):
     rate_floor: float = 1e-6        # reference loss rate never taken as lower than this
     alpha: float = 1e-6             # binomial test level for "more loss than the reference"
     min_rate: float = 1e-4          # loss after the change must reach this (0.01 %)
+    rise_hours: int = 12            # a slow rise is judged over at least this many hours
     shape_margin: float = 3.0       # log-likelihood lead the ramp or the step needs to name the shape
     step_hours: int = 6             # a flat elevated rate this long is a step
     step_min_lost: int = 20         # with at least this many packets lost
     recover_hours: int = 6          # bins back near the reference that close an episode
     lag_runs: int = 48              # throughput runs in the LAG window
-    lag_min_runs: int = 3           # degraded runs needed
+    lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
     lag_max_frac: float = 0.6
-    lag_retrans_factor: float = 5.0  # degraded: retransmits this many times the clean level ...
-    lag_retrans_min: int = 10        # ... and at least this many ...
-    lag_rate_drop: float = 0.15      # ... at a rate this fraction below the clean median
-    lag_outlier_rate: float = 0.01   # degraded runs expected on a healthy path
+    lag_collapse: float = 0.5        # degraded: a rate below this fraction of the clean median, or
+    lag_retrans_factor: float = 10.0  # retransmits this many times the clean level ...
+    lag_retrans_min: int = 50        # ... and at least this many, at a rate 2 x lag_rate_drop below
+    lag_rate_drop: float = 0.15      # runs this far below the clean median are not clean
+    lag_outlier_rate: float = 0.02   # degraded runs expected on a healthy path
     lag_alpha: float = 1e-3
     lag_busy_share: float = 0.7      # more than this share inside one 6-hour slot of day = diurnal, not LAG
 
@@ -187,7 +189,8 @@ class LossDetector(Detector):
             "hours": len(after), "packets_lost": lost, "packets_sent": sent,
             "step_llr": round(step_llr, 1), "ramp_llr": round(ramp_llr, 1),
         }
-        if ramp_llr - step_llr >= p.shape_margin and slope > 0:
+        if (ramp_llr - step_llr >= p.shape_margin and slope > 0 and rate2 > max(rate1, 2 * p0)
+                and len(after) >= p.rise_hours):
             self.loss_kind, self.reference_rate = "rising_loss", p0
             per_day = slope * DAY
             evidence["slope_pct_per_day"] = round(100 * per_day, 4)
@@ -198,7 +201,12 @@ class LossDetector(Detector):
                         f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
                 evidence=evidence,
             )
-        if step_llr - ramp_llr >= p.shape_margin and len(after) >= p.step_hours and lost >= p.step_min_lost:
+        # A step is sustained: the typical hour after it (not a burst in one hour) carries the loss,
+        # and the second half is as lossy as the first.
+        typical = median(b[1] / b[2] for b in after if b[2])
+        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= 0.5 * rate1
+        if (step_llr - ramp_llr >= p.shape_margin and sustained and len(after) >= p.step_hours
+                and lost >= p.step_min_lost):
             self.loss_kind, self.reference_rate = "loss_step", p0
             rate = lost / sent
             return self.open(
@@ -231,8 +239,10 @@ class LossDetector(Detector):
             return []
         clean_bps = median(b for b, _ in self.clean)
         clean_retrans = median(r for _, r in self.clean)
-        degraded = (obs.retransmits >= max(p.lag_retrans_min, p.lag_retrans_factor * clean_retrans)
-                    and obs.bps < (1 - p.lag_rate_drop) * clean_bps)
+        # Degraded: the rate collapsed, or retransmits soared while the rate sagged.
+        degraded = (obs.bps < p.lag_collapse * clean_bps
+                    or (obs.retransmits >= max(p.lag_retrans_min, p.lag_retrans_factor * clean_retrans)
+                        and obs.bps < (1 - 2 * p.lag_rate_drop) * clean_bps))
         if not degraded and obs.bps >= (1 - p.lag_rate_drop) * clean_bps:
             self.clean.append((obs.bps, obs.retransmits))
         self.runs.append((obs.t, degraded, obs.bps, obs.retransmits))
@@ -241,6 +251,7 @@ class LossDetector(Detector):
             if any(r[1] for r in recent):
                 return []
             self.lag_open = False
+            self.runs.clear()
             return [] if self.loss_kind == "rising_loss" else self.close("rising_loss", recent[0][0], {"recovered": "no degraded runs"})
         if self.is_open("rising_loss"):
             return []
@@ -248,7 +259,13 @@ class LossDetector(Detector):
         n = len(self.runs)
         if len(flags) < p.lag_min_runs or n < p.lag_runs // 2:
             return []
-        frac = len(flags) / len([r for r in self.runs if r[0] >= flags[0][0]])   # since the first degraded run
+        since = [r for r in self.runs if r[0] >= flags[0][0]]
+        frac = len(flags) / len(since)   # since the first degraded run
+        others = [r[2] for r in list(self.runs)[-(p.lag_runs // 4):] if not r[1]]
+        if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
+            return []                      # the other runs are slow too: a drop, not one bad member
+        if self.loss_kind == "loss_step":
+            return []                      # every flow loses packets: a step, not one bad member
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
             return []
         if binom.sf(len(flags) - 1, n, p.lag_outlier_rate) > p.lag_alpha or self._busy_hours(flags):

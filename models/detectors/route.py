@@ -29,7 +29,7 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 
 @dataclass(frozen=True)
 class RouteParams(Params):
-    learn_traces: int = 4          # traces per tool whose routes are taken as known without question
+    learn_traces: int = 12         # traces per tool whose routes are taken as known without question
     rtt_step_ms: float = 2.0       # RTT/OWD change that confirms a new route at once ...
     rtt_step_rel: float = 0.08     # ... and at least this fraction of the baseline
     settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
@@ -189,12 +189,17 @@ class RouteDetector(Detector):
         if obs.reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
         self._forget(tool, obs.t)
+        if self._mtu_cut(obs):
+            return out                  # tracepath re-probing under an MTU drop is not a new route
         out += self._route(obs, tool)
         return out
 
+    def _mtu_cut(self, obs: TraceObs) -> bool:
+        return obs.min_hop_mtu is not None and self.pmtu_max is not None and obs.min_hop_mtu < self.pmtu_max
+
     def _reachability(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
         answers = sum(tool.reach) >= max(2, len(tool.reach) // 2)
-        mtu_cut = obs.min_hop_mtu is not None and self.pmtu_max is not None and obs.min_hop_mtu < self.pmtu_max
+        mtu_cut = self._mtu_cut(obs)
         out: list[Anomaly] = []
         if obs.reached:
             out = self._success(obs.t, f"{obs.tool} reached the destination")
@@ -232,24 +237,34 @@ class RouteDetector(Detector):
             tool.candidate.last, tool.candidate.count = obs.t, tool.candidate.count + 1
             return out + self._start_change(obs, tool, "seen on two traces in a row")
         tool.candidate = _Variant(obs)
-        step = self._rtt_step(obs)
-        new_as = self._new_as(obs, tool)
-        if step is not None or new_as:
-            reason = "a new AS on the path" if new_as else f"an RTT/OWD step of {step:+.1f} ms"
-            return out + self._start_change(obs, tool, f"confirmed by {reason}")
+        # One trace is enough only when an independent measurement agrees: the one-way delay of
+        # the latency tests stepped at the same time, or the trace's RTT stepped onto a new AS.
+        owd_step = self._owd_step()
+        rtt_step = self._trace_rtt_step(obs)
+        if owd_step is not None:
+            return out + self._start_change(obs, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms")
+        if rtt_step is not None and self._new_as(obs, tool):
+            return out + self._start_change(obs, tool, f"confirmed by a new AS and an RTT step of {rtt_step:+.1f} ms")
         return out
 
+    def _big(self, step: float, base: float) -> float | None:
+        return step if abs(step) >= max(self.p.rtt_step_ms, self.p.rtt_step_rel * abs(base)) else None
+
+    def _trace_rtt_step(self, obs: TraceObs) -> float | None:
+        """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough."""
+        if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
+            return None
+        return self._big(obs.last_rtt_ms - median(self.rtts), median(self.rtts))
+
+    def _owd_step(self) -> float | None:
+        """The step of the latest latency tests' minimum delay against their baseline, if big enough."""
+        if len(self.recent_delays) < 1 or len(self.delays) < 6:
+            return None
+        return self._big(self.recent_delays[-1] - median(self.delays), median(self.delays))
+
     def _rtt_step(self, obs: TraceObs) -> float | None:
-        """The RTT (trace) or OWD (latency) step that coincides with the candidate, if big enough."""
-        steps = []
-        if obs.reached and obs.last_rtt_ms is not None and len(self.rtts) >= 3:
-            steps.append((obs.last_rtt_ms - median(self.rtts), median(self.rtts)))
-        if self.recent_delays and len(self.delays) >= 6:
-            steps.append((self.recent_delays[-1] - median(self.delays), median(self.delays)))
-        for step, base in steps:
-            if abs(step) >= max(self.p.rtt_step_ms, self.p.rtt_step_rel * abs(base)):
-                return step
-        return None
+        """The RTT or OWD step that coincides with a change, for the evidence."""
+        return self._owd_step() if self._owd_step() is not None else self._trace_rtt_step(obs)
 
     def _new_as(self, obs: TraceObs, tool: _ToolRoutes) -> bool:
         new = set(as_path(obs.asns))

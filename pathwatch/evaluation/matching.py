@@ -10,7 +10,8 @@ anomalies and the raw records):
   anomaly is credited for its own kind only (:func:`own_kind`); a WLCG baseline alarm for the
   kinds its rule covers (:func:`pathwatch.models.baseline_wlcg.covers`).
 * An anomaly that matches no label is **explained** when, on the same path with overlapping
-  windows, there is a label of a kind L whose known consequences (:data:`CONSEQUENCES`)
+  windows (the label's widened by the tolerance after its end too, since a route that reverts
+  shifts delay back), there is a label of a kind L whose known consequences (:data:`CONSEQUENCES`)
   include the anomaly's kind: a throughput drop during a route change is a true symptom of the
   route change, not a false alarm. Explained anomalies are neither true nor false alarms.
 * Every other anomaly is a **false alarm**.
@@ -117,6 +118,13 @@ def match(
                 mine.append(i)
                 hits[i].append(j)
             elif anomaly.kind in CONSEQUENCES.get(label.kind, ()):
+                consequence = True
+        for i in by_path.get((anomaly.source, anomaly.destination), ()):
+            # A label's consequences may also follow its end (a route reverting shifts delay back).
+            label = labels[i]
+            l_end = end_of_data if label.end is None else label.end
+            if anomaly.kind in CONSEQUENCES.get(label.kind, ()) and overlaps(
+                    anomaly.start, a_end, label.start - tolerance_s, l_end + tolerance_s):
                 consequence = True
         matched.append(tuple(mine))
         explained.append(consequence and not mine)
