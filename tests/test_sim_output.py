@@ -10,6 +10,8 @@ from rich.console import Console
 
 from pathwatch.ingest.files import parse_paths
 from pathwatch.sim.command import run_simulate
+from pathwatch.sim.config import SimConfig
+from pathwatch.sim.generate import path_lines, plan
 from pathwatch.sim.scenario import KINDS
 
 
@@ -58,6 +60,15 @@ def test_same_seed_same_bytes(small, tmp_path):
     assert code == 0
     for name in ("raw.jsonl", "labels.jsonl", "mesh.json"):
         assert (tmp_path / name).read_bytes() == (small / name).read_bytes(), name
+
+
+def test_one_paths_lines_are_its_share_of_the_file(small):
+    sim = plan(SimConfig(seed=7, hosts=4, days=5))
+    path = sim.mesh.paths[5]
+    mine = [line.data for line in path_lines(sim, *path.key)]
+    wanted = [line for line in (small / "raw.jsonl").read_bytes().splitlines()
+              if orjson.loads(line)["source"] == path.src.name and orjson.loads(line)["destination"] == path.dst.name]
+    assert mine == wanted
 
 
 def test_another_seed_other_bytes(small, tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import replace
 
 import orjson
 import pytest
@@ -98,7 +97,7 @@ def _episodes(sim, cases) -> list[Episode]:
 def setup():
     base = plan(CONFIG)
     cases = _placed(base)
-    return replace(base, episodes=_episodes(base, cases)), cases
+    return base.with_episodes(_episodes(base, cases)), cases
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,6 @@ class Modifiers:
     window_limited: np.ndarray       # bool
     mtu_blackhole: np.ndarray        # bool
     unreachable: np.ndarray          # bool
-    silent: np.ndarray               # bool: the source's collector publishes nothing
     route_changed: np.ndarray        # bool
     episodes: dict[str, Episode] = field(default_factory=dict)
 
@@ -59,7 +58,7 @@ def _empty(n: int) -> Modifiers:
     zeros = lambda: np.zeros(n)  # noqa: E731
     flags = lambda: np.zeros(n, dtype=bool)  # noqa: E731
     return Modifiers(n, zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), np.ones(n),
-                     np.ones(n), flags(), flags(), flags(), flags(), flags())
+                     np.ones(n), flags(), flags(), flags(), flags())
 
 
 def hour_of_day(t: np.ndarray) -> np.ndarray:
@@ -99,6 +98,15 @@ def clock_offset_ms(params: dict, since_s: np.ndarray) -> tuple[np.ndarray, np.n
         error = np.minimum(_MAXERROR_CAP_MS, 1.0 + _MAXERROR_GROWTH_MS_PER_S * since_s)
         return offset, error
     return params["step_ms"] + 0.2e-6 * since_s * 1000.0, np.full(since_s.shape, params["error_ms"])
+
+
+def silenced(episodes: list[Episode], t: np.ndarray) -> np.ndarray:
+    """Which test times fall while the source's collector publishes nothing (no_data)."""
+    quiet = np.zeros(len(t), dtype=bool)
+    for episode in episodes:
+        if episode.kind == "no_data":
+            quiet |= episode.active(t)
+    return quiet
 
 
 def modifiers(episodes: list[Episode], src: str, t: np.ndarray) -> Modifiers:
@@ -141,7 +149,7 @@ def modifiers(episodes: list[Episode], src: str, t: np.ndarray) -> Modifiers:
         elif kind == "unreachable":
             mods.unreachable |= on
         elif kind == "no_data":
-            mods.silent |= on
+            pass  # nothing is measured differently: the results just never arrive (see silenced)
         else:
             raise ValueError(f"unknown pathology {kind!r}")
     return mods

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import orjson
 
 from .clock import rfc3339
 from .config import DAY_S, SimConfig
-from .effects import modifiers
+from .effects import modifiers, silenced
 from .measure_latency import measure_latency
 from .measure_throughput import measure_throughput
 from .measure_trace import PathRoutes, measure_trace
@@ -44,6 +44,11 @@ class Simulation:
     mesh: Mesh
     episodes: list[Episode]
     schedule: Schedule
+    routes: dict[int, PathRoutes]   # by path index: the routes its traces can take
+
+    def with_episodes(self, episodes: list[Episode]) -> Simulation:
+        """The same mesh and schedule with other episodes (hand-placed ones, in tests and notebooks)."""
+        return replace(self, episodes=episodes, routes=_routes(self.mesh, episodes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,13 @@ def plan(config: SimConfig) -> Simulation:
     mesh = build_mesh(config.hosts, np.random.default_rng([config.seed, 1]))
     episodes = choose_episodes(mesh, config, np.random.default_rng([config.seed, 2]))
     schedule = build_schedule(mesh, config, np.random.default_rng([config.seed, 3]))
-    return Simulation(config, mesh, episodes, schedule)
+    return Simulation(config, mesh, episodes, schedule, _routes(mesh, episodes))
+
+
+def _routes(mesh: Mesh, episodes: list[Episode]) -> dict[int, PathRoutes]:
+    """Every path's routes, built in path order (router addresses are handed out in call order)."""
+    return {path.index: PathRoutes.of(path, mesh, for_path(episodes, path.src.name, path.dst.name))
+            for path in mesh.paths}
 
 
 class _PathTests:
@@ -72,7 +83,7 @@ class _PathTests:
         self.sim = sim
         self.path = path
         self.episodes = for_path(sim.episodes, path.src.name, path.dst.name)
-        self.routes = PathRoutes.of(path, sim.mesh, self.episodes)
+        self.routes = sim.routes[path.index]
         self.rngs = {test: np.random.default_rng([sim.config.seed, 4, path.index, n]) for n, test in enumerate(TESTS)}
 
     def lines(self, start: float, end: float) -> list[Line]:
@@ -80,7 +91,7 @@ class _PathTests:
         tests = ("latency", "throughput", *self.path.src.tools)
         for test in tests:
             times = self.sim.schedule.between((self.path.index, test), start, end)
-            times = times[~modifiers(self.episodes, self.path.src.name, times).silent]
+            times = times[~silenced(self.episodes, times)]
             if len(times):
                 out.extend(self._render(test, times))
         return out
@@ -135,9 +146,13 @@ def envelope_lines(sim: Simulation, on_progress: Callable[[int], None] | None = 
 
 
 def path_lines(sim: Simulation, src: str, dst: str) -> list[Line]:
-    """Every raw envelope of one path over the whole period, in collection order (for tests and notebooks)."""
+    """The lines of one path, in order: exactly that path's share of :func:`envelope_lines`."""
     tests = _PathTests(sim, sim.mesh.path(src, dst))
-    return sorted(tests.lines(sim.config.start, sim.config.end), key=lambda line: line.order)
+    lines: list[Line] = []
+    for day in range(sim.config.days):
+        start = sim.config.start + day * DAY_S
+        lines.extend(tests.lines(start, start + DAY_S))
+    return sorted(lines, key=lambda line: line.order)
 
 
 def _collected(line: Line) -> int:
