@@ -38,7 +38,8 @@ class ThroughputObs:
     udp: bool
     # Seconds at the start of the run moving less than a tenth of the run's typical rate.
     stall_s: float
-    # Coefficient of variation of the interval rates after any stall (None: < 3 intervals).
+    # Robust coefficient of variation (1.4826 MAD / median) of the interval rates after any stall
+    # and the first moving second (None: fewer than 3 such intervals).
     interval_cv: float | None
     # Retransmits in the stalled start (the MTU black-hole signature) and in the whole run.
     stall_retransmits: int
@@ -105,12 +106,13 @@ def _throughput(r: dict[str, Any]) -> ThroughputObs:
                 break
             stall_s = interval["end_s"]
             stall_retrans += interval.get("retransmits") or 0
-        moving = [i["throughput_bps"] for i in intervals if i["end_s"] > stall_s]
+        # Flatness after slow start: the first moving second is left out, and the spread is a
+        # robust one (median absolute deviation over the median), so one odd second does not count.
+        moving = [i["throughput_bps"] for i in intervals if i["end_s"] > stall_s][1:]
         if len(moving) >= 3:
-            mean = sum(moving) / len(moving)
-            if mean > 0:
-                var = sum((x - mean) ** 2 for x in moving) / (len(moving) - 1)
-                cv = var**0.5 / mean
+            middle = median(moving)
+            if middle > 0:
+                cv = 1.4826 * median(abs(x - middle) for x in moving) / middle
     return ThroughputObs(
         t=epoch(r["time"]),
         ok=bool(r.get("succeeded", True)),

@@ -27,8 +27,10 @@ class LevelParams(Params):
     min_baseline: int = 6            # values needed before judging
     k_mad: float = 4.0               # MADs beyond the baseline that count as shifted
     tput_drop_frac: float = 0.3      # throughput below (1 - this) x baseline is low
-    tput_runs: int = 3               # consecutive low runs ...
-    tput_span_s: float = 8 * 3600.0  # ... covering at least this long
+    k_tput: float = 3.0              # MADs below the throughput baseline that count as low
+    tput_runs: int = 3               # low runs ...
+    tput_span_s: float = 8 * 3600.0  # ... covering at least this long ...
+    tput_tolerated: float = 0.25     # ... with at most this share of normal runs among them
     delay_abs_ms: float = 1.0        # delay shifts smaller than this are ignored
     delay_rel: float = 0.05          # ... and smaller than this fraction of the baseline
     delay_runs: int = 3              # consecutive shifted samples ...
@@ -92,6 +94,7 @@ class LevelDetector(Detector):
         self.delay = _Shift(self.p.baseline)
         self.delay_dir = 0
         self.tput_kind: str | None = None
+        self.recovered = 0
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -105,23 +108,35 @@ class LevelDetector(Detector):
         if len(self.tput.base) < self.p.min_baseline:
             self.tput.add(obs.bps)
             return []
-        base, spread = self.tput.reference(self.p.k_mad, 0.0, self.p.tput_drop_frac)
+        base, spread = self.tput.reference(self.p.k_tput, 0.0, self.p.tput_drop_frac)
         low = obs.bps < base - spread
         if self.tput_kind is not None:
-            if low:
+            # Recovery takes two runs in a row back above half the drop threshold.
+            self.recovered = self.recovered + 1 if obs.bps >= base - spread / 2 else 0
+            if self.recovered < 2:
                 return []
             self.tput.frozen = None
-            kind, self.tput_kind = self.tput_kind, None
+            kind, self.tput_kind, self.recovered = self.tput_kind, None, 0
             self.low_runs.clear()
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
-        if not low:
-            self.low_runs.clear()
+        if not low and not self.low_runs:
             self.tput.add(obs.bps)
             return []
         self.low_runs.append(obs)
         runs = self.low_runs
+        highs = sum(1 for r in runs if r.bps >= base - spread)
+        if highs > self.p.tput_tolerated * len(runs):
+            # Not a level: give the normal runs back to the baseline and start over.
+            for r in runs:
+                if r.bps >= base - spread:
+                    self.tput.add(r.bps)
+            self.low_runs = []
+            return []
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
+        if median(r.bps for r in runs) >= base - spread:
+            return []
+        runs = [r for r in runs if r.bps < base - spread]
         self.tput.frozen = (base, spread)
         level = median(r.bps for r in runs)
         drop = 1 - level / base
