@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .config import SimConfig
-from .generate import envelope_lines, plan
+from .generate import Simulation, envelope_lines, plan
 from .scenario import KINDS
 from .writer import LABELS, MESH, RAW, write_simulation
 
@@ -42,7 +42,7 @@ def run_simulate(out: Path, *, seed: int, hosts: int, days: int, start: str | No
     return EXIT_OK
 
 
-def _summary(console: Console, out: Path, sim, counts: Counter) -> None:
+def _summary(console: Console, out: Path, sim: Simulation, counts: Counter) -> None:
     records = Table(title=f"{out / RAW}: {sum(counts.values()):,} records")
     for column in ("format", "kind", "records"):
         records.add_column(column, justify="right" if column == "records" else "left")

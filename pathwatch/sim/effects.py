@@ -15,7 +15,7 @@ hop list together).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -54,11 +54,15 @@ class Modifiers:
         return episode.params.get(name, default) if episode else default
 
 
+_ONES = ("rate_factor", "retransmit_factor")
+_FLAGS = ("window_limited", "mtu_blackhole", "unreachable", "route_changed")
+
+
 def _empty(n: int) -> Modifiers:
-    zeros = lambda: np.zeros(n)  # noqa: E731
-    flags = lambda: np.zeros(n, dtype=bool)  # noqa: E731
-    return Modifiers(n, zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), zeros(), np.ones(n),
-                     np.ones(n), flags(), flags(), flags(), flags())
+    """No change at all: zero deltas and losses, factors of one, flags off."""
+    arrays = {f.name: np.ones(n) if f.name in _ONES else np.zeros(n, dtype=bool) if f.name in _FLAGS else np.zeros(n)
+              for f in fields(Modifiers) if f.name not in ("n", "episodes")}
+    return Modifiers(n=n, **arrays)
 
 
 def hour_of_day(t: np.ndarray) -> np.ndarray:

@@ -100,7 +100,6 @@ def _run(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator
         error = mods.param("unreachable", "error", "No route to host")
         return Run(time=t, ok=False, error=f"unable to connect to server: {error}")
     rtt_ms = path.rtt_ms + float(mods.rtt_delta_ms[i])
-    rtt_s = rtt_ms / 1000.0
     busy = float(healthy_busy(path.diurnal, np.array([t]))[0])
     rate = path.rate_bps * (1 - path.diurnal.throughput_drop * busy) * float(mods.rate_factor[i])
     rate *= math.exp(rng.normal(0.0, path.rate_cv))
@@ -108,11 +107,18 @@ def _run(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator
     members = mods.param("rising_loss", "members", 0)
     if members and rng.integers(members) == 0:  # this flow hashed onto the failing member
         loss += float(mods.lag_loss[i])
-    rate = _loss_rate(rate, loss, path, rtt_s, rng)
+    rate = _loss_rate(rate, loss, path, rtt_ms / 1000.0, rng)
     edges = _edges(duration_s, rng)
     if mods.mtu_blackhole[i]:
         return _stalled(path, t, mods, rng, edges, rtt_ms)
     window = mods.param("window_limited", "window_bytes") if mods.window_limited[i] else None
+    return _flowing(path, t, i, mods, rng, edges, rtt_ms, rate, loss, window)
+
+
+def _flowing(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator, edges: np.ndarray,
+             rtt_ms: float, rate: float, loss: float, window: int | None) -> Run:
+    """A run that moves data from the start: slow start, then ``rate`` (or window/RTT) with noise."""
+    rtt_s = rtt_ms / 1000.0
     outlier = window is None and rng.random() < _OUTLIER_RATE
     if window is not None:
         rate = window * 8 / rtt_s * rng.uniform(0.975, 0.99)
@@ -120,8 +126,7 @@ def _run(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator
         rate *= rng.uniform(0.15, 0.6)
     if path.nic_limited and window is None:
         rate = min(rate, path.rate_bps)
-    bdp_packets = rate * rtt_s / 8 / path.mss
-    t_ss = rtt_s * math.log2(max(2.0, bdp_packets / 10))
+    t_ss = rtt_s * math.log2(max(2.0, rate * rtt_s / 8 / path.mss / 10))  # slow start from 10 segments to the BDP
     shape = ramp_fractions(edges, rtt_s, t_ss)
     wobble = 0.004 if window is not None or path.nic_limited else (0.03 if path.src.congestion == "bbr" else 0.06)
     if loss > 1e-4:
