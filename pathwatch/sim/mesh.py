@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .routes import RoutePlanner, Router, distance_km, hash_int
-from .sites import NETWORKS, SITES, Site
+from .routes import RoutePlanner, Router, hash_int
+from .sites import NETWORKS, SITES, Site, distance_km
 
 GBPS = 1e9
 PROFILES = ("pscheduler", "raw", "mixed")
