@@ -73,10 +73,11 @@ def home() -> Path:
         f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
         for table, values in PORTS.items()))
     pathwatch(home, "stack", "down")  # leftovers of an interrupted run, by their pid files
-    _timed("first up" if not (home / "installed").exists() else "up (installs cached)", home, "stack", "up")
-    yield home
-    subprocess.run([*CLI, "stack", "down"], env=_environment(home), cwd=REPO,
-                   capture_output=True, timeout=300)
+    try:
+        _timed("first up" if not (home / "installed").exists() else "up (installs cached)", home, "stack", "up")
+        yield home
+    finally:  # also after a failed `up`: stop whatever it did start
+        subprocess.run([*CLI, "stack", "down"], env=_environment(home), cwd=REPO, capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
