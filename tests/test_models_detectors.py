@@ -70,8 +70,8 @@ def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_reve
 def test_new_as_with_an_rtt_step_confirms_a_change_at_once():
     rng = np.random.default_rng(4)
     asn_a, asn_b = [1, 1, 100, 100, 2], [1, 1, 300, 300, 300, 2]
-    before = [trace(T0 + i * 1200, A, asns=asn_a, rtt=20 + rng.normal(0, .2)) for i in range(50)]
-    after = [trace(T0 + (50 + i) * 1200, B, asns=asn_b, rtt=26 + rng.normal(0, .2)) for i in range(5)]
+    before = [trace(T0 + i * 1200, A, asns=asn_a, rtt=20 + rng.normal(0, .2)) for i in range(100)]
+    after = [trace(T0 + (100 + i) * 1200, B, asns=asn_b, rtt=26 + rng.normal(0, .2)) for i in range(5)]
     found = [a for a in detect(before + after) if a.kind == "route_change"]
     assert len(found) == 1 and found[0].detected_at == after[0].t and found[0].evidence["as_changed"]
 

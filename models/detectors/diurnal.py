@@ -36,6 +36,7 @@ class DiurnalParams(Params):
     quiet_days: int = 2
     queue_rise_ms: float = 3.0     # latency-only paths: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
+    stall_s: float = 2.0           # runs stalled this long at start (an MTU problem) are left out
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -99,7 +100,7 @@ class DiurnalDetector(Detector):
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
-            if obs.ok and not obs.udp and obs.bps:
+            if obs.ok and not obs.udp and obs.bps and obs.stall_s < self.p.stall_s:
                 self.runs.append((obs.t, obs.bps))
         elif obs.ok and obs.sent and obs.lost < obs.sent and obs.delay_min_ms is not None and obs.delay_median_ms is not None:
             self.queue.append((obs.t, obs.delay_median_ms - obs.delay_min_ms, obs.loss or 0.0))

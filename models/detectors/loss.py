@@ -41,22 +41,24 @@ class LossParams(Params):
     rate_floor: float = 1e-6        # reference loss rate never taken as lower than this
     alpha: float = 1e-6             # binomial test level for "more loss than the reference"
     min_rate: float = 1e-4          # loss after the change must reach this (0.01 %)
-    rise_hours: int = 12            # a slow rise is judged over at least this many hours
+    rise_hours: int = 24            # a slow rise is judged over at least this many hours
     shape_margin: float = 3.0       # log-likelihood lead the ramp or the step needs to name the shape
     step_hours: int = 6             # a flat elevated rate this long is a step
+    step_flatness: float = 0.7      # a step's second half keeps at least this share of the first's rate
     step_min_lost: int = 20         # with at least this many packets lost
     recover_hours: int = 6          # bins back near the reference that close an episode
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
-    lag_max_frac: float = 0.6
+    lag_max_frac: float = 0.45      # (a 2-member LAG is not told apart from a path where half the runs are bad)
     lag_collapse: float = 0.5        # degraded: a rate below this fraction of the clean median, or
     lag_retrans_factor: float = 10.0  # retransmits this many times the clean level ...
     lag_retrans_min: int = 50        # ... and at least this many, at a rate 2 x lag_rate_drop below
     lag_rate_drop: float = 0.15      # runs this far below the clean median are not clean
     lag_outlier_rate: float = 0.02   # degraded runs expected on a healthy path
-    lag_alpha: float = 1e-3
-    lag_busy_share: float = 0.7      # more than this share inside one 6-hour slot of day = diurnal, not LAG
+    lag_alpha: float = 1e-4
+    stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
+    lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
 
 
 def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]:
@@ -132,6 +134,7 @@ class LossDetector(Detector):
         self.clean: deque[tuple[float, int]] = deque(maxlen=24)   # (bps, retransmits) of clean runs
         self.runs: deque[tuple[float, bool, float, int]] = deque(maxlen=self.p.lag_runs)
         self.lag_open = False
+        self.history_runs = self.history_degraded = 0   # runs older than the LAG window
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -204,7 +207,7 @@ class LossDetector(Detector):
         # A step is sustained: the typical hour after it (not a burst in one hour) carries the loss,
         # and the second half is as lossy as the first.
         typical = median(b[1] / b[2] for b in after if b[2])
-        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= 0.5 * rate1
+        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
         if (step_llr - ramp_llr >= p.shape_margin and sustained and len(after) >= p.step_hours
                 and lost >= p.step_min_lost):
             self.loss_kind, self.reference_rate = "loss_step", p0
@@ -232,8 +235,8 @@ class LossDetector(Detector):
     # ------------------------------------------------------------------ LAG signature
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
-        if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None:
-            return []
+        if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None or obs.stall_s >= p.stall_s:
+            return []                      # stalled starts belong to the MTU detector
         if len(self.clean) < 6:
             self.clean.append((obs.bps, obs.retransmits))
             return []
@@ -245,6 +248,9 @@ class LossDetector(Detector):
                         and obs.bps < (1 - 2 * p.lag_rate_drop) * clean_bps))
         if not degraded and obs.bps >= (1 - p.lag_rate_drop) * clean_bps:
             self.clean.append((obs.bps, obs.retransmits))
+        if len(self.runs) == self.runs.maxlen:      # the run leaving the window joins the path's history
+            self.history_runs += 1
+            self.history_degraded += self.runs[0][1]
         self.runs.append((obs.t, degraded, obs.bps, obs.retransmits))
         if self.lag_open:
             recent = list(self.runs)[-(p.lag_runs // 2):]
@@ -261,14 +267,21 @@ class LossDetector(Detector):
             return []
         since = [r for r in self.runs if r[0] >= flags[0][0]]
         frac = len(flags) / len(since)   # since the first degraded run
-        others = [r[2] for r in list(self.runs)[-(p.lag_runs // 4):] if not r[1]]
-        if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
-            return []                      # the other runs are slow too: a drop, not one bad member
+        # The other runs must be clean, both lately and since the first degraded one: when they are
+        # slow too, it is a drop or a window limit, not one bad member.
+        for others in ([r[2] for r in list(self.runs)[-(p.lag_runs // 4):] if not r[1]],
+                       [r[2] for r in since if not r[1]]):
+            if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
+                return []
         if self.loss_kind == "loss_step":
             return []                      # every flow loses packets: a step, not one bad member
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
             return []
-        if binom.sf(len(flags) - 1, n, p.lag_outlier_rate) > p.lag_alpha or self._busy_hours(flags):
+        # Against the path's own outlier rate when it has a history: a noisy path is not a LAG.
+        usual = p.lag_outlier_rate
+        if self.history_runs >= p.lag_runs // 2:
+            usual = max(usual, self.history_degraded / self.history_runs)
+        if binom.sf(len(flags) - 1, n, usual) > p.lag_alpha or self._busy_hours(flags):
             return []
         k = max(2, round(1 / frac))
         self.lag_open = True

@@ -29,11 +29,12 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 
 @dataclass(frozen=True)
 class RouteParams(Params):
-    learn_traces: int = 12         # traces per tool whose routes are taken as known without question
+    learn_s: float = 86400.0       # a tool's routes in its first day of traces are known without question
     rtt_step_ms: float = 2.0       # RTT/OWD change that confirms a new route at once ...
     rtt_step_rel: float = 0.08     # ... and at least this fraction of the baseline
     settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
     forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten
+    clock_error_ms: float = 50.0   # one-way delays with a larger clock error say nothing about routes
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
 
@@ -102,11 +103,12 @@ class _Variant:
 class _ToolRoutes:
     """Known routes of one trace tool on one path, and the pending candidate."""
 
-    __slots__ = ("known", "seen", "candidate", "changed_from", "changed_at", "reach")
+    __slots__ = ("known", "seen", "first_seen", "candidate", "changed_from", "changed_at", "reach")
 
     def __init__(self, history: int):
         self.known: list[_Variant] = []
         self.seen = 0
+        self.first_seen: float | None = None
         self.candidate: _Variant | None = None
         self.changed_from: list[_Variant] = []
         self.changed_at: float | None = None
@@ -146,7 +148,8 @@ class RouteDetector(Detector):
             return []
         if obs.lost >= obs.sent:
             return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets")
-        if obs.delay_min_ms is not None and (obs.loss or 0) < 0.5:
+        clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
+        if obs.delay_min_ms is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(obs.delay_min_ms)
             if not self.is_open("route_change") and self.tools_candidates() == 0:
                 self.delays.append(obs.delay_min_ms)
@@ -186,6 +189,8 @@ class RouteDetector(Detector):
             tool = self.tools[obs.tool] = _ToolRoutes(self.p.reach_history)
         out = self._reachability(obs, tool)
         tool.seen += 1
+        if tool.first_seen is None:
+            tool.first_seen = obs.t
         if obs.reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
         self._forget(tool, obs.t)
@@ -230,7 +235,7 @@ class RouteDetector(Detector):
             if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
                 self.rtts.append(obs.last_rtt_ms)
             return out
-        if tool.seen <= self.p.learn_traces:
+        if obs.t - tool.first_seen <= self.p.learn_s:
             tool.known.append(_Variant(obs))
             return out
         if tool.candidate is not None and tool.candidate.matches(obs):
