@@ -36,7 +36,8 @@ def labelled_runs(raw: Path, labels: Path) -> tuple[np.ndarray, list[str]]:
     """(features, causes) of the degraded runs inside cause-naming episodes of one simulated mesh."""
     import orjson
 
-    from pathwatch.ingest.files import parse_paths
+    from pathwatch.ingest.parse import Defaults, parse_item
+    from pathwatch.ingest.reader import read_items
 
     episodes = defaultdict(list)
     for line in labels.read_bytes().splitlines():
@@ -45,8 +46,10 @@ def labelled_runs(raw: Path, labels: Path) -> tuple[np.ndarray, list[str]]:
             end = epoch(label["end"]) if label.get("end") else float("inf")
             episodes[(label["source"], label["destination"])].append((epoch(label["start"]), end, label["kind"]))
     runs = defaultdict(list)
-    for located in parse_paths([str(raw)]):
-        for record in located.outcome.records:
+    # Only throughput envelopes matter: keep their lines and parse just those.
+    lines = [line for line in raw.read_bytes().splitlines() if b'"iperf3"' in line or b'"throughput"' in line]
+    for item in read_items(b"\n".join(lines)):
+        for record in parse_item(item, Defaults()).records:
             if record.kind == "throughput":
                 obs = observe(record.model_dump(mode="json"))
                 if obs.ok and obs.bps and not obs.udp:

@@ -40,6 +40,7 @@ class LevelParams(Params):
     window_spread_max: float = 0.15  # ... and their implied window this steady across runs
     window_retrans_max: int = 0      # ... and retransmit at most this much
     stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
+    cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
 def mad(values) -> float:
@@ -95,6 +96,7 @@ class LevelDetector(Detector):
         self.delay_dir = 0
         self.tput_kind: str | None = None
         self.recovered = 0
+        self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -106,7 +108,7 @@ class LevelDetector(Detector):
         if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
             return []
         if len(self.tput.base) < self.p.min_baseline:
-            self.tput.add(obs.bps)
+            self._add_normal(obs)
             return []
         base, spread = self.tput.reference(self.p.k_tput, 0.0, self.p.tput_drop_frac)
         low = obs.bps < base - spread
@@ -120,7 +122,7 @@ class LevelDetector(Detector):
             self.low_runs.clear()
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low and not self.low_runs:
-            self.tput.add(obs.bps)
+            self._add_normal(obs)
             return []
         self.low_runs.append(obs)
         runs = self.low_runs
@@ -129,7 +131,7 @@ class LevelDetector(Detector):
             # Not a level: give the normal runs back to the baseline and start over.
             for r in runs:
                 if r.bps >= base - spread:
-                    self.tput.add(r.bps)
+                    self._add_normal(r)
             self.low_runs = []
             return []
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
@@ -145,6 +147,7 @@ class LevelDetector(Detector):
             "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
             "runs": len(runs), "retransmits": [r.retransmits for r in runs],
         }
+        evidence.update(self._likely_cause(runs, base))
         score = min(1.0, drop / 0.8)
         severity = severity_for(drop, 0.0, 0.5, 0.8)
         if window is not None:
@@ -163,6 +166,28 @@ class LevelDetector(Detector):
             summary=f"Throughput dropped {100 * drop:.0f} % from {base / 1e6:,.0f} to {level / 1e6:,.0f} Mb/s.",
             evidence=evidence,
         )
+
+    def _add_normal(self, run: ThroughputObs) -> None:
+        self.tput.add(run.bps)
+        self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
+
+    def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
+        """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""
+        from pathwatch.models import run_cause
+
+        rtts = [r for _, r in self.normal_runs if r]
+        baseline = run_cause.Baseline(bps=base, retransmits=median(r for r, _ in self.normal_runs) if self.normal_runs else 0.0,
+                                      rtt_ms=median(rtts) if rtts else None)
+        rows = [run_cause.features(r, baseline) for r in runs]
+        rules = [run_cause.rule_cause(row) for row in rows]
+        facts = {"rule_cause": max(set(rules), key=rules.count)}
+        model = run_cause.shared_model() if self.p.cause_model else None
+        if model is not None:
+            causes = model.predict(rows)
+            cause = max(set(causes), key=causes.count)
+            facts["likely_cause"] = {"cause": cause, "share_of_runs": round(causes.count(cause) / len(causes), 2),
+                                     "model": f"run_cause v{model.meta.get('version')}"}
+        return facts
 
     def _window_limit(self, runs: list[ThroughputObs]) -> dict | None:
         """Evidence of a window limit when every low run is flat, clean and window-steady; else None."""
