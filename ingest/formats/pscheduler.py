@@ -277,9 +277,30 @@ def parse(payload: dict, ctx: Context) -> list:
     target = destination if ip_version(destination) else None
     fields["destination_ip"] = target
     if target is None:
-        fields["reached"] = None
+        fields["reached"] = _reached_by_name(hops, destination)
     fields["pmtu_bytes"] = min((h["mtu"] for h in hops if h["mtu"]), default=None)
     return [trace_record(ctx, fields, hops)]
+
+
+def _reached_by_name(hops: list[dict[str, Any]], destination: str | None) -> bool | None:
+    """Reachability of a destination given by name: its name on the last answering hop says yes;
+    a trace that ends in three or more silent hops, or in an unreachable error, says no; else unknown.
+
+    >>> _reached_by_name([{"ip": "10.0.0.1", "hostname": "ps.example.org.", "error": None}], "PS.example.org")
+    True
+    >>> _reached_by_name([{"ip": "10.0.0.1", "hostname": None, "error": None}] + [{"ip": None}] * 3, "ps.example.org")
+    False
+    """
+    answering = [hop for hop in hops if hop.get("ip")]
+    if not answering or not destination:
+        return None
+    name = (answering[-1].get("hostname") or "").rstrip(".").lower()
+    if name and name == destination.rstrip(".").lower():
+        return True
+    trailing_silence = len(hops) - 1 - max(i for i, hop in enumerate(hops) if hop.get("ip"))
+    if trailing_silence >= 3 or answering[-1].get("error"):
+        return False
+    return None
 
 
 FORMAT = Format(
