@@ -67,6 +67,18 @@ def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_reve
     assert found[0].end == back[0].t
 
 
+def test_an_owd_step_in_the_sample_after_the_candidate_trace_opens_before_the_next_trace():
+    rng = np.random.default_rng(21)
+    before = _traces(rng, 100, [A])
+    change_t = before[-1].t + 15 * 60               # latency samples run every 10 min, traces every 20
+    after = _traces(rng, 5, [B], start=before[-1].t + 20 * 60)
+    owd = _owd(rng, T0 - 300, change_t, 10.0) + _owd(rng, change_t + 600, after[-1].t, 14.0)
+    found = [a for a in detect(before + after + owd) if a.kind == "route_change"]
+    assert len(found) == 1
+    assert after[0].t < found[0].detected_at < after[1].t
+    assert found[0].start == after[0].t
+
+
 def test_new_as_with_an_rtt_step_confirms_a_change_at_once():
     rng = np.random.default_rng(4)
     asn_a, asn_b = [1, 1, 100, 100, 2], [1, 1, 300, 300, 300, 2]

@@ -4,10 +4,12 @@ Routes are compared hop by hop: two traces are the same route when every TTL whe
 answer has the same address and, when both reached the destination, the same length (silent
 hops and a trace cut short by silence do not make a new route). A path keeps the routes it has
 used (its ECMP variants); a trace on none of them is a candidate change. The candidate opens
-``route_change`` at once when an RTT/OWD step or a new AS confirms it, otherwise when the next
-trace of the same tool takes the new route again — so a path that alternates among known
-variants, or blips for one trace and comes back, stays quiet. An open change closes when the
-old route returns, or when the new one has settled in for ``settle_s``.
+``route_change`` at once when an independent measurement agrees — the latency tests' one-way
+delay steps at the same time (in the samples before the trace or the first one after it), or
+the trace's own RTT steps onto a new AS — otherwise when the next trace of the same tool takes
+the new route again. So a path that alternates among known variants, or blips for one trace and
+comes back, stays quiet. An open change closes when the old route returns, or when the new one
+has settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
@@ -103,9 +105,10 @@ class _Variant:
 class _ToolRoutes:
     """Known routes of one trace tool on one path, and the pending candidate."""
 
-    __slots__ = ("known", "seen", "first_seen", "candidate", "changed_from", "changed_at", "reach")
+    __slots__ = ("name", "known", "seen", "first_seen", "candidate", "changed_from", "changed_at", "reach")
 
-    def __init__(self, history: int):
+    def __init__(self, name: str, history: int):
+        self.name = name
         self.known: list[_Variant] = []
         self.seen = 0
         self.first_seen: float | None = None
@@ -151,7 +154,14 @@ class RouteDetector(Detector):
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
         if obs.delay_min_ms is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(obs.delay_min_ms)
-            if not self.is_open("route_change") and self.tools_candidates() == 0:
+            pending = [tool for tool in self.tools.values() if tool.candidate is not None]
+            step = self._owd_step()
+            if pending and step is not None:
+                # The delay step arrived after the candidate trace: it confirms the change now,
+                # before the next trace.
+                out = self._start_change(obs.t, pending[0], f"confirmed by a one-way delay step of {step:+.1f} ms", step)
+                return out + self._success(obs.t, "latency packets returned")
+            if not self.is_open("route_change") and not pending:
                 self.delays.append(obs.delay_min_ms)
         return self._success(obs.t, "latency packets returned")
 
@@ -159,9 +169,6 @@ class RouteDetector(Detector):
         if obs.ok and obs.bps:
             return self._success(obs.t, "throughput test ran")
         return []
-
-    def tools_candidates(self) -> int:
-        return sum(1 for tool in self.tools.values() if tool.candidate is not None)
 
     def _failure(self, t: float, what: str) -> list[Anomaly]:
         if not self.failures:
@@ -186,7 +193,7 @@ class RouteDetector(Detector):
             return []
         tool = self.tools.get(obs.tool)
         if tool is None:
-            tool = self.tools[obs.tool] = _ToolRoutes(self.p.reach_history)
+            tool = self.tools[obs.tool] = _ToolRoutes(obs.tool, self.p.reach_history)
         out = self._reachability(obs, tool)
         tool.seen += 1
         if tool.first_seen is None:
@@ -240,16 +247,16 @@ class RouteDetector(Detector):
             return out
         if tool.candidate is not None and tool.candidate.matches(obs):
             tool.candidate.last, tool.candidate.count = obs.t, tool.candidate.count + 1
-            return out + self._start_change(obs, tool, "seen on two traces in a row")
+            return out + self._start_change(obs.t, tool, "seen on two traces in a row", self._rtt_step(obs))
         tool.candidate = _Variant(obs)
         # One trace is enough only when an independent measurement agrees: the one-way delay of
         # the latency tests stepped at the same time, or the trace's RTT stepped onto a new AS.
         owd_step = self._owd_step()
         rtt_step = self._trace_rtt_step(obs)
         if owd_step is not None:
-            return out + self._start_change(obs, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms")
+            return out + self._start_change(obs.t, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms", owd_step)
         if rtt_step is not None and self._new_as(obs, tool):
-            return out + self._start_change(obs, tool, f"confirmed by a new AS and an RTT step of {rtt_step:+.1f} ms")
+            return out + self._start_change(obs.t, tool, f"confirmed by a new AS and an RTT step of {rtt_step:+.1f} ms", rtt_step)
         return out
 
     def _big(self, step: float, base: float) -> float | None:
@@ -278,7 +285,7 @@ class RouteDetector(Detector):
         known = set().union(*(set(as_path(v.asns)) for v in tool.known)) if tool.known else set()
         return bool(known) and bool(new - known)
 
-    def _start_change(self, obs: TraceObs, tool: _ToolRoutes, why: str) -> list[Anomaly]:
+    def _start_change(self, at: float, tool: _ToolRoutes, why: str, step: float | None) -> list[Anomaly]:
         candidate = tool.candidate
         tool.candidate = None
         if self.is_open("route_change"):
@@ -289,7 +296,6 @@ class RouteDetector(Detector):
         ttl = divergence(old.hops, candidate.hops)
         old_as, new_as = as_path(old.asns), as_path(candidate.asns)
         as_changed = bool(new_as) and bool(old_as) and old_as != new_as
-        step = self._rtt_step(obs)
         evidence = {
             "divergence_ttl": ttl,
             "old_hops": list(old.hops[max(ttl - 2, 0): ttl + 2]),
@@ -301,7 +307,7 @@ class RouteDetector(Detector):
             "as_changed": as_changed,
             "rtt_step_ms": None if step is None else round(step, 3),
             "confirmation": why,
-            "tool": obs.tool,
+            "tool": tool.name,
             "known_routes": len(tool.known),
         }
         tool.changed_from = list(tool.known)
@@ -313,7 +319,7 @@ class RouteDetector(Detector):
         rtt = f", RTT/OWD {step:+.1f} ms" if step is not None else ""
         score = min(1.0, 0.6 + (0.2 if as_changed else 0) + (0.2 if step is not None else 0))
         return self.open(
-            "route_change", start=candidate.first, at=obs.t,
+            "route_change", start=candidate.first, at=at,
             severity=severity_for(score, 0.0, 0.75, 2.0), score=score,
             summary=f"{level} route change at {where} ({len(old.hops)} → {len(candidate.hops)} hops{rtt}).",
             evidence=evidence,
