@@ -50,6 +50,7 @@ class LossParams(Params):
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
+    lag_streak: int = 4             # this many degraded runs in a row is not a 1-in-k pattern
     lag_max_frac: float = 0.45      # (a 2-member LAG is not told apart from a path where half the runs are bad)
     lag_collapse: float = 0.5        # degraded: a rate below this fraction of the clean median, or
     lag_retrans_factor: float = 10.0  # retransmits this many times the clean level ...
@@ -277,6 +278,8 @@ class LossDetector(Detector):
             return []                      # every flow loses packets: a step, not one bad member
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
             return []
+        if all(r[1] for r in list(self.runs)[-p.lag_streak:]):
+            return []                      # a streak of bad runs is a level change in progress, not 1 in k
         # Against the path's own outlier rate when it has a history: a noisy path is not a LAG.
         usual = p.lag_outlier_rate
         if self.history_runs >= p.lag_runs // 2:
