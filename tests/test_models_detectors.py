@@ -184,6 +184,16 @@ def test_latency_shift_up_opens_and_noise_stays_quiet():
     assert detect(quiet) == []
 
 
+def test_a_settled_delay_shift_that_reverts_is_not_a_second_shift():
+    rng = np.random.default_rng(19)
+    times = latency_times(9)
+    up, down = T0 + 2 * DAY, T0 + 6 * DAY   # up for four days: longer than the settling time
+    obs = [latency(t, 20 + rng.normal(0, 0.1) + (8 if up <= t < down else 0)) for t in times]
+    found = detect(obs)
+    assert kinds(found) == ["latency_shift"] and found[0].start == up
+    assert found[0].evidence["ended"] == "the new delay became the path's normal"
+
+
 # ---------------------------------------------------------------- loss
 def _loss_series(rng, days, rate_at):
     return [latency(t, 20.0, lost=int(rng.binomial(6000, rate_at(t)))) for t in latency_times(days)]

@@ -3,7 +3,9 @@
 Each series keeps a robust baseline (median and MAD of recent normal values). A shift opens when
 every value over at least ``*_runs`` values and ``*_span_s`` seconds sits beyond the baseline by
 more than the larger of an absolute floor, a fraction of the baseline and ``k`` MADs — a
-persistent level change, not an outlier or a busy hour. It closes when values come back.
+persistent level change, not an outlier or a busy hour. It closes when values come back. A
+delay shift that lasts ``delay_settle_s`` becomes the new normal (closed, re-baselined); a later
+return to the level it had before is then the old normal coming back, not a new shift.
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead; runs that
@@ -94,6 +96,7 @@ class LevelDetector(Detector):
         self.low_runs: list[ThroughputObs] = []
         self.delay = _Shift(self.p.baseline)
         self.delay_dir = 0
+        self.settled_from: tuple[float, float] | None = None   # (baseline, threshold) before a settled shift
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
@@ -222,6 +225,7 @@ class LevelDetector(Detector):
             if direction != self.delay_dir:
                 return self._delay_reset(obs.t, "delay returned to its baseline")
             if obs.t - opened.start >= self.p.delay_settle_s:
+                self.settled_from = (base, threshold)
                 out = self._delay_reset(obs.t, "the new delay became the path's normal")
                 shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
                 shift.pending.clear()
@@ -238,8 +242,14 @@ class LevelDetector(Detector):
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
             return []
-        shift.frozen = (base, threshold)
         level = median(v for _, v in shift.pending)
+        if self.settled_from is not None and abs(level - self.settled_from[0]) <= self.settled_from[1]:
+            # Back to the level it had before a shift that settled in: the old normal, not a new shift.
+            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+            shift.pending.clear()
+            self.settled_from, self.delay_dir = None, 0
+            return []
+        shift.frozen = (base, threshold)
         step = level - base
         what = "one-way delay" if obs.one_way else "RTT"
         return self.open(
