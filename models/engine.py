@@ -59,9 +59,9 @@ def replay(
     """Run the detectors over canonical records (dicts); ``until`` defaults to the latest record time."""
     result = Replay()
     counted = _Counting(records)
-    by_path = group_observations(counted, result.skipped)
+    by_path = _sorted(group_observations(counted, result.skipped))
     result.records = counted.count
-    end = until if until is not None else max((rows[-1][0] for rows in _sorted(by_path).values()), default=0.0)
+    end = until if until is not None else max((rows[-1][0] for rows in by_path.values()), default=0.0)
     latest: dict[str, Anomaly] = {}
     for (source, destination), rows in by_path.items():
         monitor = PathMonitor(source, destination, config)

@@ -212,6 +212,11 @@ def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
     rng = np.random.default_rng(13)
     onset, slope = T0 + 4 * DAY, 0.4e-2 / (14 * DAY)  # 0 → 0.4 % over two weeks
     obs = _loss_series(rng, 14, lambda t: 1e-6 + max(0.0, t - onset) * slope)
+    monitor, emitted = PathMonitor("a", "b"), []
+    for o in obs:
+        emitted += monitor.observe(o)
+    assert [a.severity for a in emitted] == ["warning", "major"], "opens once, re-emitted once as loss passes 0.1 %"
+    assert len({a.id for a in emitted}) == 1 and emitted[1].evidence["last_day_loss_pct"] >= 0.1
     found = detect(obs)
     assert kinds(found) == ["rising_loss"]
     loss_then = (found[0].detected_at - onset) * slope

@@ -44,6 +44,7 @@ def test_replay_is_independent_of_input_order_and_reconciles_counts():
     random.Random(1).shuffle(shuffled)
     again = replay(shuffled)
     assert ordered.anomalies == again.anomalies
+    assert replay(shuffled, until=T0 + 5 * DAY).anomalies == replay(records, until=T0 + 5 * DAY).anomalies
     assert {(a.source, a.kind) for a in ordered.anomalies} == {("a", "latency_shift"), ("b", "loss_step"), ("c", "no_data")}
     assert ordered.records == len(records) == ordered.observed + sum(ordered.skipped.values())
 

@@ -227,11 +227,24 @@ class LossDetector(Detector):
         threshold = max(3 * (self.reference_rate or 0.0), self.p.min_rate / 2)
         self.quiet_hours = self.quiet_hours + 1 if rate <= threshold else 0
         if self.quiet_hours < self.p.recover_hours:
-            return []
+            return self._grow(bins)
         kind, self.loss_kind, self.quiet_hours = self.loss_kind, None, 0
         if self.episodes.get(kind) is None or (kind == "rising_loss" and self.lag_open):
             return []                            # nothing open, or the LAG signature still holds it
         return self.close(kind, now - self.p.recover_hours * 3600.0, {"recovered_loss_pct": round(100 * rate, 5)})
+
+    def _grow(self, bins: list) -> list[Anomaly]:
+        """Re-emit the open loss episode when the last day's loss reaches a higher severity."""
+        kind = self.loss_kind
+        day = bins[-24:]
+        sent = sum(b[2] for b in day)
+        if kind not in self.episodes or not sent:
+            return []
+        rate = sum(b[1] for b in day) / sent
+        current = self.episodes[kind]
+        return self.grow(kind, severity=severity_for(rate, 0.0, 1e-3, 1e-2), score=current.score,
+                         summary=f"{current.summary} Loss over the last day: {100 * rate:.3f} %.",
+                         evidence={**current.evidence, "last_day_loss_pct": round(100 * rate, 4)})
 
     # ------------------------------------------------------------------ LAG signature
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
