@@ -224,6 +224,8 @@ class LossDetector(Detector):
         if self.quiet_hours < self.p.recover_hours:
             return self._grow(bins)
         kind, self.loss_kind, self.quiet_hours = self.loss_kind, None, 0
+        if kind == "loss_step":
+            self.runs.clear()       # runs degraded by the step are no evidence of one bad LAG member
         if self.episodes.get(kind) is None or (kind == "rising_loss" and self.lag_open):
             return []                            # nothing open, or the LAG signature still holds it
         return self.close(kind, now - self.p.recover_hours * 3600.0, {"recovered_loss_pct": round(100 * rate, 5)})
@@ -246,6 +248,8 @@ class LossDetector(Detector):
         p = self.p
         if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None or obs.stall_s >= p.stall_s:
             return []                      # stalled starts belong to the MTU detector
+        if self.loss_kind == "loss_step":
+            return []                      # every flow loses packets during a step: no 1-in-k to see
         if len(self.clean) < 6:
             self.clean.append((obs.bps, obs.retransmits))
             return []
@@ -282,8 +286,6 @@ class LossDetector(Detector):
                        [r[2] for r in since if not r[1]]):
             if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
                 return []
-        if self.loss_kind == "loss_step":
-            return []                      # every flow loses packets: a step, not one bad member
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
             return []
         if all(r[1] for r in list(self.runs)[-p.lag_streak:]):
