@@ -29,7 +29,7 @@ class LevelParams(Params):
     min_baseline: int = 6            # values needed before judging
     k_mad: float = 4.0               # MADs beyond the baseline that count as shifted
     tput_drop_frac: float = 0.3      # throughput below (1 - this) x baseline is low
-    k_tput: float = 3.0              # MADs below the throughput baseline that count as low
+    k_tput: float = 2.5              # MADs below the throughput baseline that count as low
     tput_runs: int = 3               # low runs ...
     tput_span_s: float = 8 * 3600.0  # ... covering at least this long ...
     tput_tolerated: float = 0.25     # ... with at most this share of normal runs among them
@@ -125,7 +125,8 @@ class LevelDetector(Detector):
             self.low_runs.clear()
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low and not self.low_runs:
-            self._add_normal(obs)
+            if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
+                self._add_normal(obs)
             return []
         self.low_runs.append(obs)
         runs = self.low_runs
