@@ -244,7 +244,7 @@ def evaluate(
     anomalies: Annotated[Path, typer.Option(help="anomalies.jsonl written by `pathwatch detect`.")],
     raw: Annotated[Optional[list[Path]], typer.Option(help="The raw input the anomalies came from: runs the WLCG/OSG baseline on it and draws plots.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON instead of tables.")] = False,
-    plots: Annotated[Optional[Path], typer.Option(help="Directory for one PNG per detected case (needs --raw).")] = None,
+    plots: Annotated[Optional[Path], typer.Option(help="Directory for one PNG per labelled case and per false alarm, with an index.md (needs --raw).")] = None,
 ) -> None:
     """Score anomalies against labels per kind (precision, recall, F1, delay, false alarms per 100 path-days), beside the WLCG/OSG baseline."""
     from pathwatch.evaluation.command import run_evaluate
