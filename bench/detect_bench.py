@@ -13,29 +13,24 @@ import os
 import platform
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from rich.console import Console
 
 from pathwatch.models.monitor import PathMonitor
-from pathwatch.models.observe import observe
 
 TARGET_PER_S = 100_000
 
 
 def observations(raw: Path) -> dict[tuple, list]:
-    from pathwatch.ingest.files import parse_paths
+    """Each path's observations in time order, parsed and grouped as ``pathwatch detect`` does."""
+    from collections import Counter
 
-    by_path: dict[tuple, list] = defaultdict(list)
-    for located in parse_paths([str(raw)]):
-        for record in located.outcome.records:
-            obs = observe(record.model_dump(mode="json"))
-            if obs is not None:
-                by_path[(record.source, record.destination)].append(obs)
-    for rows in by_path.values():
-        rows.sort(key=lambda o: o.t)
-    return by_path
+    from pathwatch.detect import parsed_records
+    from pathwatch.models.engine import group_observations
+
+    records = parsed_records([str(raw)], None, Counter(), Console(stderr=True, quiet=True))
+    return {path: [row[3] for row in rows] for path, rows in group_observations(records, {}).items()}
 
 
 def measure(by_path: dict[tuple, list]) -> tuple[int, int, float]:

@@ -34,7 +34,7 @@ class Replay:
 
 
 def group_observations(records: Iterable[dict[str, Any]], skipped: dict[str, int]) -> dict[PathKey, list[tuple]]:
-    """Observations per directed path, each as (t, kind rank, record id, observation)."""
+    """Observations per directed path, each as (t, kind rank, record id, observation), in that order."""
     by_path: dict[PathKey, list[tuple]] = defaultdict(list)
     for record in records:
         if record.get("source") is None or record.get("destination") is None:
@@ -46,7 +46,21 @@ def group_observations(records: Iterable[dict[str, Any]], skipped: dict[str, int
             continue
         key = (record["source"], record["destination"])
         by_path[key].append((obs.t, _KIND_ORDER.get(record["kind"], 9), record.get("id") or "", obs))
+    for rows in by_path.values():
+        rows.sort(key=lambda row: row[:3])
     return by_path
+
+
+def run_path(monitor: PathMonitor, observations: Iterable[Observation], end: float | None) -> dict[str, Anomaly]:
+    """Feed time-ordered observations to ``monitor``, advance it to ``end``; the last state of each anomaly id."""
+    latest: dict[str, Anomaly] = {}
+    for obs in observations:
+        for anomaly in monitor.observe(obs):
+            latest[anomaly.id] = anomaly
+    if end is not None:
+        for anomaly in monitor.advance(end):
+            latest[anomaly.id] = anomaly
+    return latest
 
 
 def replay(
@@ -59,17 +73,12 @@ def replay(
     """Run the detectors over canonical records (dicts); ``until`` defaults to the latest record time."""
     result = Replay()
     counted = _Counting(records)
-    by_path = _sorted(group_observations(counted, result.skipped))
+    by_path = group_observations(counted, result.skipped)
     result.records = counted.count
     end = until if until is not None else max((rows[-1][0] for rows in by_path.values()), default=0.0)
     latest: dict[str, Anomaly] = {}
     for (source, destination), rows in by_path.items():
-        monitor = PathMonitor(source, destination, config)
-        for _, _, _, obs in rows:
-            for anomaly in monitor.observe(obs):
-                latest[anomaly.id] = anomaly
-        for anomaly in monitor.advance(end):
-            latest[anomaly.id] = anomaly
+        latest.update(run_path(PathMonitor(source, destination, config), (row[3] for row in rows), end))
         result.observed += len(rows)
         if progress is not None:
             progress(len(rows))
@@ -82,24 +91,10 @@ def replay(
 def replay_observations(source: str, destination: str, observations: Iterable[Observation],
                         config: DetectorConfig | None = None, until: float | None = None) -> list[Anomaly]:
     """One path's observations (any order) through a fresh monitor; the final anomaly states."""
-    monitor = PathMonitor(source, destination, config)
-    latest: dict[str, Anomaly] = {}
-    last = None
-    for obs in sorted(observations, key=lambda o: o.t):
-        last = obs.t
-        for anomaly in monitor.observe(obs):
-            latest[anomaly.id] = anomaly
-    end = until if until is not None else last
-    if end is not None:
-        for anomaly in monitor.advance(end):
-            latest[anomaly.id] = anomaly
+    ordered = sorted(observations, key=lambda o: o.t)
+    end = until if until is not None else (ordered[-1].t if ordered else None)
+    latest = run_path(PathMonitor(source, destination, config), ordered, end)
     return sorted(latest.values(), key=lambda a: (a.start, a.kind))
-
-
-def _sorted(by_path: dict[PathKey, list[tuple]]) -> dict[PathKey, list[tuple]]:
-    for rows in by_path.values():
-        rows.sort(key=lambda row: row[:3])
-    return by_path
 
 
 class _Counting:

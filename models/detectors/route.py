@@ -105,12 +105,11 @@ class _Variant:
 class _ToolRoutes:
     """Known routes of one trace tool on one path, and the pending candidate."""
 
-    __slots__ = ("name", "known", "seen", "first_seen", "candidate", "changed_from", "changed_at", "reach")
+    __slots__ = ("name", "known", "first_seen", "candidate", "changed_from", "changed_at", "reach")
 
     def __init__(self, name: str, history: int):
         self.name = name
         self.known: list[_Variant] = []
-        self.seen = 0
         self.first_seen: float | None = None
         self.candidate: _Variant | None = None
         self.changed_from: list[_Variant] = []
@@ -195,7 +194,6 @@ class RouteDetector(Detector):
         if tool is None:
             tool = self.tools[obs.tool] = _ToolRoutes(obs.tool, self.p.reach_history)
         out = self._reachability(obs, tool)
-        tool.seen += 1
         if tool.first_seen is None:
             tool.first_seen = obs.t
         if obs.reached and obs.pmtu_bytes:
@@ -276,7 +274,8 @@ class RouteDetector(Detector):
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
         """The RTT or OWD step that coincides with a change, for the evidence."""
-        return self._owd_step() if self._owd_step() is not None else self._trace_rtt_step(obs)
+        owd = self._owd_step()
+        return owd if owd is not None else self._trace_rtt_step(obs)
 
     def _new_as(self, obs: TraceObs, tool: _ToolRoutes) -> bool:
         new = set(as_path(obs.asns))
