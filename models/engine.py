@@ -33,9 +33,18 @@ class Replay:
     paths: int = 0
 
 
+def observation_key(record: dict[str, Any], obs: Observation) -> tuple[float, int, str]:
+    """The order observations reach a monitor: time, then traces before latency before throughput, then id."""
+    return (obs.t, _KIND_ORDER.get(record["kind"], 9), record.get("id") or "")
+
+
 def group_observations(records: Iterable[dict[str, Any]], skipped: dict[str, int]) -> dict[PathKey, list[tuple]]:
-    """Observations per directed path, each as (t, kind rank, record id, observation), in that order."""
+    """Observations per directed path, each as (t, kind rank, record id, observation), in that order.
+
+    A record id seen before on the path (the same measurement delivered twice) is skipped.
+    """
     by_path: dict[PathKey, list[tuple]] = defaultdict(list)
+    seen: dict[PathKey, set[str]] = defaultdict(set)
     for record in records:
         if record.get("source") is None or record.get("destination") is None:
             skipped["no source or destination"] = skipped.get("no source or destination", 0) + 1
@@ -45,7 +54,12 @@ def group_observations(records: Iterable[dict[str, Any]], skipped: dict[str, int
             skipped[f"kind {record.get('kind')!r}"] = skipped.get(f"kind {record.get('kind')!r}", 0) + 1
             continue
         key = (record["source"], record["destination"])
-        by_path[key].append((obs.t, _KIND_ORDER.get(record["kind"], 9), record.get("id") or "", obs))
+        order = observation_key(record, obs)
+        if order[2] and order[2] in seen[key]:
+            skipped["duplicate record id"] = skipped.get("duplicate record id", 0) + 1
+            continue
+        seen[key].add(order[2])
+        by_path[key].append((*order, obs))
     for rows in by_path.values():
         rows.sort(key=lambda row: row[:3])
     return by_path

@@ -26,6 +26,15 @@ from pathwatch.stack.cli import app as stack_app  # noqa: E402  (the `stack` sub
 
 app.add_typer(stack_app, name="stack")
 
+from pathwatch.db.cli import app as db_app  # noqa: E402
+from pathwatch.streaming.cli import app as pipeline_app  # noqa: E402
+
+from pathwatch.ingest.publish_cli import publish as _publish  # noqa: E402
+
+app.add_typer(db_app, name="db")
+app.command(name="publish")(_publish)
+app.add_typer(pipeline_app, name="pipeline")
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 

@@ -210,7 +210,7 @@ def init(home: Home = None, config_file: ConfigFile = None,
     err = _console(stderr=True)
     servers = bootstrap or kafka.Kafka(config).bootstrap
     try:
-        created = kafka.create_topics(servers, kafka.topics())
+        created = kafka.create_topics(servers, kafka.topics(config))
         err.print(f"kafka {servers}: created {', '.join(created) or 'nothing (all topics exist)'}", markup=False)
         if not skip_database:
             database = TimescaleDB(config)

@@ -55,6 +55,17 @@ class StackConfig:
     # Flink: jobs run a local MiniCluster in their own process; the web UI port is the one
     # docker-compose publishes for its jobmanager.
     flink_ui_port: int = 18081
+    # Topic names by role (default: pathwatch/stack/assets/topics.yaml).
+    topic_raw: str | None = None
+    topic_records: str | None = None
+    topic_anomalies: str | None = None
+    topic_deadletters: str | None = None
+    # The pipeline (pathwatch.streaming): how far behind the newest record time the detectors
+    # wait before taking records in time order (covers the longest measurement, e.g. a 10-minute
+    # latency session, plus arrival jitter); checkpoint interval; Flink parallelism.
+    pipeline_ordering_delay_s: float = 900.0
+    pipeline_checkpoint_interval_s: float = 2.0
+    pipeline_parallelism: int = 1
     # Seconds to wait for a started service to become ready.
     ready_timeout: float = 180.0
 

@@ -12,11 +12,29 @@ from pathwatch.stack.component import (EXTERNAL, FAILED, NOT_INSTALLED, RUNNING,
 from pathwatch.stack.jvm import java
 
 
-def topics() -> dict[str, dict]:
+ROLES = ("raw", "records", "anomalies", "deadletters")
+
+
+def topic_names(config=None) -> dict[str, str]:
+    """Topic name by role: topics.yaml's names, unless the config's ``topic_<role>`` renames one.
+
+    >>> topic_names()["raw"]
+    'pathwatch.raw'
+    """
+    import yaml
+
+    specs = yaml.safe_load(asset("topics.yaml").read_text())["topics"]
+    return {role: (getattr(config, f"topic_{role}", None) or specs[role]["name"]) for role in ROLES}
+
+
+def topics(config=None) -> dict[str, dict]:
     """pathwatch's topics (name -> {partitions, config}) from the shared topics.yaml."""
     import yaml
 
-    return yaml.safe_load(asset("topics.yaml").read_text())["topics"]
+    specs = yaml.safe_load(asset("topics.yaml").read_text())["topics"]
+    names = topic_names(config)
+    return {names[role]: {"partitions": spec["partitions"], "config": spec.get("config", {})}
+            for role, spec in specs.items()}
 
 
 def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
@@ -101,13 +119,13 @@ class Kafka(Component):
 
     def after_ready(self, step: Step) -> None:
         step("creating topics")
-        create_topics(self.bootstrap, topics())
+        create_topics(self.bootstrap, topics(self.config))
 
     def data_paths(self) -> list[Path]:
         return [self.paths.kafka_data, self.paths.kafka / "cluster-id"]
 
     def status(self) -> ComponentStatus:
-        info = {"bootstrap_servers": self.bootstrap, "topics": sorted(topics())}
+        info = {"bootstrap_servers": self.bootstrap, "topics": sorted(topics(self.config))}
         if self.external:
             state = EXTERNAL if self.ready() else FAILED
             error = None if state == EXTERNAL else f"kafka: {self.bootstrap} does not answer"

@@ -1,0 +1,1 @@
+"""The pipeline's database: migrations (`pathwatch db migrate`) and retention (`pathwatch db retention`)."""

@@ -1,0 +1,145 @@
+"""The detect job: records topic -> anomalies topic (+ dead letters for late records), PyFlink.
+
+Records are keyed by path; each path's :class:`~pathwatch.streaming.ordering.PathState` (the
+``models/`` detectors plus a buffer) lives in Flink keyed state. The watermark trails the newest
+record time by the ordering delay; an event-time timer releases the buffered records the
+watermark has passed, in the offline replay's order, and runs due silence deadlines, so the
+anomalies equal ``pathwatch detect`` on the same input. Anomaly states are upserts keyed by id.
+
+The monitor is pickled into state only when a timer releases something (not per record); a
+per-process cache avoids unpickling it again. Late records (older than what was already
+released) are not fed: they go to the dead letters with stage ``detect`` (they are still stored).
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import sys
+import time
+
+import orjson
+
+JOB = "detect"
+
+
+def _detect_function(config_path: str | None):
+    from pyflink.common import Row, Types
+    from pyflink.datastream import KeyedProcessFunction
+    from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
+
+    from pathwatch.models.config import DetectorConfig
+    from pathwatch.models.monitor import PathMonitor
+    from pathwatch.streaming.normalise import Origin, dead_letter
+    from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, latest_states
+
+    class Detect(KeyedProcessFunction):
+        def __init__(self, topic: str):
+            self.topic = topic
+
+        def open(self, context):
+            self.config = DetectorConfig.from_file(config_path) if config_path else DetectorConfig()
+            self.monitor_state = context.get_state(ValueStateDescriptor("monitor", Types.PICKLED_BYTE_ARRAY()))
+            self.pending_state = context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
+            self.armed_state = context.get_state(ValueStateDescriptor("armed", Types.LONG()))
+            self.cache: dict[str, PathState] = {}
+
+        def _path(self, key: str, record: dict | None) -> PathState:
+            state = self.cache.get(key)
+            if state is None:
+                saved = self.monitor_state.value()
+                if saved is not None:
+                    state = pickle.loads(saved)
+                else:
+                    state = PathState(PathMonitor(record.get("source"), record.get("destination"), self.config))
+                state.pending = [pickle.loads(entry) for entry in (self.pending_state.get() or [])]
+                self.cache[key] = state
+            return state
+
+        def _arm(self, ctx, state: PathState) -> None:
+            wake = state.next_wakeup()
+            if wake is None:
+                return
+            due = int(math.ceil(wake * 1000))
+            armed = self.armed_state.value()
+            if armed is None or due < armed:
+                ctx.timer_service().register_event_time_timer(due)
+                self.armed_state.update(due)
+
+        def process_element(self, row, ctx):
+            key, body, partition, offset = row[0], row[1], row[2], row[3]
+            record = orjson.loads(body)
+            state = self._path(key, record)
+            verdict = state.accept(record)
+            if verdict == PENDING:
+                self.pending_state.add(pickle.dumps(state.pending[-1], protocol=5))
+                self._arm(ctx, state)
+            elif verdict == LATE:
+                letter = dead_letter(body.encode(), Origin(self.topic, partition, offset), int(time.time() * 1000),
+                                     "detect", "late: the detectors already analysed this path past this record's "
+                                     "time (it is stored, but not analysed)", "time", record.get("format"))
+                yield Row("dead", letter["id"], orjson.dumps(letter).decode())
+            elif verdict == DUPLICATE:
+                pass  # the same measurement again: stored once (upsert), analysed once
+
+        def on_timer(self, timestamp, ctx):
+            key = ctx.get_current_key()
+            state = self._path(key, None)
+            self.armed_state.clear()
+            until = ctx.timer_service().current_watermark() / 1000.0
+            changed = bool(state.pending) and state.earliest() <= until
+            due = state.monitor.deadline()
+            changed = changed or (due is not None and due <= until)
+            if changed:
+                for anomaly in latest_states(state.release(until)):
+                    yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
+                pending, state.pending = state.pending, []
+                self.monitor_state.update(pickle.dumps(state, protocol=5))
+                state.pending = pending
+                self.pending_state.update([pickle.dumps(entry, protocol=5) for entry in pending])
+            self._arm(ctx, state)
+
+    return Detect
+
+
+def build(settings, restore: bool = True, config_path: str | None = None):
+    from pyflink.common import Types
+
+    from pathwatch.streaming.flink_env import environments
+    from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink
+
+    env, tables, restored = environments(settings, JOB, restore)
+    records = settings.topics["records"]
+    delay = int(settings.ordering_delay_s * 1000)
+    tables.execute_sql(f"""CREATE TABLE records_in (
+      k STRING, v STRING,
+      part INT METADATA FROM 'partition' VIRTUAL,
+      off BIGINT METADATA FROM 'offset' VIRTUAL,
+      ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+      WATERMARK FOR ts AS ts - INTERVAL '{delay}' MILLISECOND
+    ) WITH ({kafka_options(records, settings.bootstrap, 'pathwatch-detect', **{
+        'key.format': 'raw', 'key.fields': 'k', 'value.format': 'raw', 'value.fields-include': 'EXCEPT_KEY',
+        'scan.watermark.idle-timeout': '5 s'})})""")
+    tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
+    tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
+    stream = tables.to_data_stream(tables.sql_query("SELECT k, v, part, off, ts FROM records_in"))
+    detected = (stream.key_by(lambda row: row[0], key_type=Types.STRING())
+                .process(_detect_function(config_path)(records), output_type=Types.ROW_NAMED(
+                    ["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])).name("detect"))
+    tables.create_temporary_view("detected", tables.from_data_stream(detected))
+    statements = tables.create_statement_set()
+    statements.add_insert_sql("INSERT INTO anomalies_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
+                              "FROM detected WHERE target = 'anomaly'")
+    statements.add_insert_sql("INSERT INTO deadletters_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
+                              "FROM detected WHERE target = 'dead'")
+    return statements, restored
+
+
+def main(argv: list[str]) -> None:
+    from pathwatch.streaming.runner import run_job
+
+    run_job(JOB, argv, build)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

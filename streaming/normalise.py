@@ -1,0 +1,96 @@
+"""Normalise: one raw-topic message in, canonical records or one dead letter out.
+
+The pure step the normalise job runs per Kafka message (no Flink, no I/O), so it can be tested
+and replayed alone. Every message ends either as one or more records or as exactly one dead
+letter: ``len(out) >= 1`` always, which is what lets counts reconcile.
+
+>>> out = normalise(b'{"format": "nope", "payload": "x"}', Origin("pathwatch.raw", 0, 7), 0)
+>>> [(o.target, o.value["stage"], o.value["field"]) for o in out]
+[('dead', 'normalise', 'format')]
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pathwatch.contract.ids import PATHWATCH_NAMESPACE
+from pathwatch.contract.timefmt import format_utc
+from pathwatch.ingest.parse import Defaults, parse_item
+from pathwatch.ingest.reader import read_items
+from pathwatch.models.observe import epoch
+
+RECORD, DEAD = "record", "dead"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a message was read: topic, partition, offset (what makes a dead letter's id unique)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Output:
+    """``target`` is RECORD or DEAD; ``key`` the Kafka key; ``value`` the JSON object; ``time_ms`` its event time."""
+
+    target: str
+    key: str
+    value: dict[str, Any]
+    time_ms: int
+
+
+def path_key(source: str | None, destination: str | None) -> str:
+    """The key every stage partitions a path by (``source>destination``), as the publishers do."""
+    return f"{source or ''}>{destination or ''}"
+
+
+def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,
+                field: str | None = None, fmt: str | None = None) -> dict[str, Any]:
+    """The dead-letter object: the original bytes (text, or base64 when not UTF-8), reason, origin."""
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(body).decode("ascii"), "base64"
+    key = f"{stage}|{origin.topic}|{origin.partition}|{origin.offset}"
+    return {
+        "id": str(uuid.uuid5(PATHWATCH_NAMESPACE, key)), "stage": stage, "reason": reason, "field": field,
+        "format": fmt, "topic": origin.topic, "kafka_partition": origin.partition,
+        "kafka_offset": origin.offset, "received_at": format_utc_ms(received_ms),
+        "input": text, "input_encoding": encoding,
+    }
+
+
+def format_utc_ms(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return format_utc(datetime.fromtimestamp(ms / 1000, tz=timezone.utc))
+
+
+def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
+    """Records of one message, or a single dead letter naming the field and reason of the first error.
+
+    A message holding several items (a JSON array or lines) is all-or-nothing: one bad item
+    dead-letters the whole message, so it can be fixed and replayed as the unit it arrived as.
+    """
+    records: list[Output] = []
+    for item in read_items(body):
+        outcome = parse_item(item, Defaults())
+        if outcome.error is not None:
+            where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
+            value = dead_letter(body, origin, received_ms, "normalise", where + outcome.error.reason,
+                                outcome.error.field, outcome.format)
+            return [Output(DEAD, value["id"], value, received_ms)]
+        for record in outcome.records:
+            data = record.model_dump(mode="json")
+            records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
+                                  int(round(epoch(data["time"]) * 1000))))
+    if not records:
+        value = dead_letter(body, origin, received_ms, "normalise", "no measurement in this input (the tool output "
+                            "holds no result)")
+        return [Output(DEAD, value["id"], value, received_ms)]
+    return records

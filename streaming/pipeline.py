@@ -1,0 +1,146 @@
+"""Start, stop and inspect the pipeline's Flink jobs (``pathwatch pipeline start | stop | status``).
+
+Each job runs in its own process (a PyFlink MiniCluster in thread mode), started detached with
+its output in ``logs/pipeline-<job>.log`` and its pid in ``run/pipeline-<job>.pid``; it
+registers itself in the job registry while it runs. ``stop`` sends SIGTERM (the job cancels
+itself; its retained checkpoint is where the next start resumes), then SIGKILL after a grace
+period. ``status`` lists the jobs, their newest checkpoint and each consumer group's lag.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pathwatch.streaming.flink_env import latest_checkpoint
+from pathwatch.streaming.settings import PipelineSettings, to_json
+
+JOBS = ("normalise", "detect", "store")
+GROUPS = {"normalise": ("pathwatch-normalise", "raw"), "detect": ("pathwatch-detect", "records"),
+          "store": ("pathwatch-store", "records")}
+
+
+class PipelineError(RuntimeError):
+    pass
+
+
+@dataclass
+class JobStatus:
+    name: str
+    running: bool
+    pid: int | None = None
+    checkpoint: str | None = None
+    lag: int | None = None
+    info: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "running": self.running, "pid": self.pid, "checkpoint": self.checkpoint,
+                "lag": self.lag, "info": self.info}
+
+
+def _paths(settings: PipelineSettings, job: str) -> tuple[Path, Path]:
+    home = Path(settings.home)
+    return home / "run" / f"pipeline-{job}.pid", home / "logs" / f"pipeline-{job}.log"
+
+
+def _registered(settings: PipelineSettings) -> dict[str, dict]:
+    from pathwatch.stack import jobs
+
+    return {job.name.removeprefix("pipeline-"): job.to_dict() for job in jobs.running_jobs(Path(settings.home))
+            if job.name.startswith("pipeline-")}
+
+
+def start(settings: PipelineSettings, names: tuple[str, ...] = JOBS, fresh: bool = False,
+          timeout: float = 180, report=lambda line: None) -> list[JobStatus]:
+    """Start the jobs not running yet and wait until each one's Flink job is submitted.
+
+    ``fresh`` discards the jobs' retained checkpoints first (the consumer groups' committed
+    offsets then decide where reading starts).
+    """
+    from pathwatch.stack import procs
+
+    running = _registered(settings)
+    for name in names:
+        if name in running:
+            report(f"{name}: already running (pid {running[name]['pid']})")
+            continue
+        if fresh:
+            import shutil
+
+            shutil.rmtree(settings.checkpoints / name, ignore_errors=True)
+        pid_file, log_file = _paths(settings, name)
+        argv = [sys.executable, "-m", f"pathwatch.streaming.{name}_job", to_json(settings)]
+        offset = log_file.stat().st_size if log_file.exists() else 0
+        procs.spawn(f"pipeline-{name}", argv, pid_file, log_file)
+        report(f"{name}: starting (log {log_file})")
+        _wait_submitted(name, pid_file, log_file, offset, timeout)
+        report(f"{name}: running")
+    return status(settings)
+
+
+def _wait_submitted(name: str, pid_file: Path, log_file: Path, offset: int, timeout: float) -> None:
+    from pathwatch.stack import procs
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(log_file, "rb") as log:
+            log.seek(offset)
+            text = log.read().decode(errors="replace")
+        if '"flink_job_id"' in text:
+            return
+        if procs.running(pid_file) is None:
+            tail = "\n".join(text.strip().splitlines()[-25:])
+            raise PipelineError(f"pipeline job {name} exited while starting; its log {log_file} ends:\n{tail}")
+        time.sleep(0.5)
+    raise PipelineError(f"pipeline job {name} was not running after {timeout:.0f} s; see {log_file}")
+
+
+def stop(settings: PipelineSettings, names: tuple[str, ...] = JOBS, timeout: float = 30) -> list[str]:
+    """Stop the named jobs; returns those that were running."""
+    from pathwatch.stack import procs
+
+    stopped = []
+    for name in names:
+        pid_file, _log = _paths(settings, name)
+        if procs.stop(f"pipeline-{name}", pid_file, timeout=timeout) is not None:
+            stopped.append(name)
+    return stopped
+
+
+def consumer_lag(bootstrap: str, group: str, topic: str) -> int | None:
+    """Messages in ``topic`` not yet committed by ``group`` (None when the group committed nothing)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10)
+        partitions = [TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
+        committed = consumer.committed(partitions, timeout=10)
+        if all(tp.offset < 0 for tp in committed):
+            return None
+        lag = 0
+        for tp in committed:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
+            lag += high - (tp.offset if tp.offset >= 0 else low)
+        return lag
+    finally:
+        consumer.close()
+
+
+def status(settings: PipelineSettings) -> list[JobStatus]:
+    running = _registered(settings)
+    out = []
+    for name in JOBS:
+        checkpoint = latest_checkpoint(settings.checkpoints / name)
+        group, role = GROUPS[name]
+        try:
+            lag = consumer_lag(settings.bootstrap, group, settings.topics[role])
+        except Exception:  # Kafka down: the lag is unknown, the rest of the status still useful
+            lag = None
+        job = running.get(name)
+        out.append(JobStatus(name, job is not None, job["pid"] if job else None,
+                             str(checkpoint) if checkpoint else None, lag, job["info"] if job else {}))
+    return out

@@ -1,0 +1,59 @@
+"""What the pipeline's jobs need to know, gathered once from the stack's configuration.
+
+Settings come from the stack config (defaults < ``pathwatch.toml`` < ``PATHWATCH_*``), secrets
+from the environment or the state directory — never literals here. A job receives them as one
+JSON document on its command line (see :func:`to_json`), so it reads nothing at import time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    home: str
+    bootstrap: str
+    topics: dict[str, str]          # role -> name
+    database_url: str               # postgresql://user:password@host:port/db (the owner role)
+    ordering_delay_s: float
+    checkpoint_interval_s: float
+    parallelism: int
+
+    @property
+    def checkpoints(self) -> Path:
+        return Path(self.home) / "flink" / "checkpoints"
+
+    def jdbc(self) -> dict[str, str]:
+        """JDBC URL, user and password of the database (``stringtype=unspecified`` lets text fill
+        timestamptz, uuid and jsonb columns)."""
+        from urllib.parse import unquote
+
+        parts = urlsplit(self.database_url)
+        url = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}?stringtype=unspecified"
+        return {"url": url, "username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
+
+
+def from_stack(config=None) -> PipelineSettings:
+    """The settings of the configured stack (``stack.status()`` supplies the service addresses)."""
+    from pathwatch import stack
+    from pathwatch.stack.config import resolve
+    from pathwatch.stack.kafka import topic_names
+
+    config = config or resolve()
+    current = stack.status(config)
+    return PipelineSettings(
+        home=str(config.home), bootstrap=current.kafka_bootstrap, topics=topic_names(config),
+        database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
+        checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism)
+
+
+def to_json(settings: PipelineSettings) -> str:
+    return json.dumps(asdict(settings))
+
+
+def from_json(text: str) -> PipelineSettings:
+    return PipelineSettings(**json.loads(text))

@@ -1,0 +1,171 @@
+"""The store job: records, anomalies and dead letters from Kafka into TimescaleDB, plus rollups.
+
+Pure Flink SQL (no Python in the data path): the records topic is read with the JSON format
+into one wide table (the union of the record kinds' fields) and upserted into the per-kind
+hypertables on (id, time); trace hops are written once per distinct path; throughput intervals
+one row per interval; anomalies are upserted on id (each new state of an episode overwrites
+the last); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
+on the record-time bucket, upserted as they change (the current hour and day included).
+"""
+
+from __future__ import annotations
+
+import sys
+
+JOB = "store"
+
+RECORD_FIELDS = """
+  `kind` STRING, `id` STRING, `time` STRING, `source` STRING, `destination` STRING,
+  source_ip STRING, destination_ip STRING, `format` STRING, tool STRING, tool_version STRING,
+  succeeded BOOLEAN, `error` STRING, collected_at STRING, ip_version INT,
+  protocol STRING, `reverse` BOOLEAN, streams INT, duration_s DOUBLE, throughput_bps DOUBLE,
+  receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE, rtt_min_ms DOUBLE, rtt_max_ms DOUBLE,
+  mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT, congestion_control STRING, jitter_ms DOUBLE,
+  lost_packets BIGINT, sent_packets BIGINT,
+  intervals ARRAY<ROW<start_s DOUBLE, end_s DOUBLE, throughput_bps DOUBLE, retransmits BIGINT,
+                      cwnd_bytes BIGINT, rtt_ms DOUBLE, omitted BOOLEAN>>,
+  one_way BOOLEAN, packets_sent BIGINT, packets_received BIGINT, packets_lost BIGINT, loss_ratio DOUBLE,
+  duplicates BIGINT, reordered BIGINT, delay_min_ms DOUBLE, delay_median_ms DOUBLE, delay_mean_ms DOUBLE,
+  delay_p95_ms DOUBLE, delay_max_ms DOUBLE, ttl_min INT, ttl_max INT, clock_synchronized BOOLEAN,
+  max_clock_error_ms DOUBLE,
+  path_id STRING, as_path_id STRING, hop_count INT, reached BOOLEAN, pmtu_bytes INT, probe_id BIGINT,
+  measurement_id BIGINT,
+  hops ARRAY<ROW<ttl INT, ip STRING, other_ips ARRAY<STRING>, hostname STRING, asn BIGINT, as_owner STRING,
+                 mtu INT, `error` STRING>>
+"""
+
+COMMON = ("`id` STRING, `time` STRING, `source` STRING, `destination` STRING, source_ip STRING, "
+          "destination_ip STRING, `format` STRING, tool STRING, tool_version STRING, succeeded BOOLEAN, "
+          "`error` STRING, collected_at STRING, ip_version SMALLINT")
+COMMON_SELECT = ("`id`, `time`, `source`, `destination`, source_ip, destination_ip, `format`, tool, tool_version, "
+                 "succeeded, `error`, collected_at, CAST(ip_version AS SMALLINT)")
+
+SINKS = {
+    "throughput_sink": ("throughput", COMMON + """, protocol STRING, `reverse` BOOLEAN, streams INT,
+        duration_s DOUBLE, throughput_bps DOUBLE, receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE,
+        rtt_min_ms DOUBLE, rtt_max_ms DOUBLE, mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT,
+        congestion_control STRING, jitter_ms DOUBLE, lost_packets BIGINT, sent_packets BIGINT""", "`id`, `time`"),
+    "intervals_sink": ("throughput_intervals", """`time` STRING, `id` STRING, start_s DOUBLE, end_s DOUBLE,
+        throughput_bps DOUBLE, retransmits BIGINT, cwnd_bytes BIGINT, rtt_ms DOUBLE, omitted BOOLEAN""",
+                       "`id`, start_s, `time`"),
+    "latency_sink": ("latency", COMMON + """, one_way BOOLEAN, packets_sent BIGINT, packets_received BIGINT,
+        packets_lost BIGINT, loss_ratio DOUBLE, duplicates BIGINT, reordered BIGINT, delay_min_ms DOUBLE,
+        delay_median_ms DOUBLE, delay_mean_ms DOUBLE, delay_p95_ms DOUBLE, delay_max_ms DOUBLE, jitter_ms DOUBLE,
+        ttl_min INT, ttl_max INT, clock_synchronized BOOLEAN, max_clock_error_ms DOUBLE""", "`id`, `time`"),
+    "trace_sink": ("trace", COMMON + """, protocol STRING, path_id STRING, as_path_id STRING, hop_count INT,
+        reached BOOLEAN, pmtu_bytes INT, probe_id BIGINT, measurement_id BIGINT""", "`id`, `time`"),
+    "hops_sink": ("trace_hops", """path_id STRING, ttl INT, ip STRING, other_ips STRING, hostname STRING,
+        asn BIGINT, as_owner STRING, mtu INT, `error` STRING, first_seen STRING""", "path_id, ttl"),
+    "anomalies_sink": ("anomalies", """`id` STRING, kind STRING, `source` STRING, `destination` STRING,
+        `start` STRING, detected_at STRING, `end` STRING, severity STRING, score DOUBLE, summary STRING,
+        evidence STRING, detector_version STRING""", "`id`"),
+    "deadletters_sink": ("dead_letters", """`id` STRING, stage STRING, reason STRING, field STRING,
+        `format` STRING, topic STRING, kafka_partition INT, kafka_offset BIGINT, received_at STRING,
+        input STRING, input_encoding STRING""", "`id`"),
+}
+
+ROLLUP_COLUMNS = """bucket STRING, `source` STRING, `destination` STRING,
+    throughput_runs BIGINT, throughput_failed BIGINT, throughput_mean_bps DOUBLE, throughput_min_bps DOUBLE,
+    throughput_max_bps DOUBLE, retransmits BIGINT, latency_runs BIGINT, delay_min_ms DOUBLE,
+    delay_median_ms DOUBLE, delay_p95_ms DOUBLE, jitter_ms DOUBLE, packets_sent BIGINT, packets_lost BIGINT,
+    loss_ratio DOUBLE, trace_runs BIGINT, distinct_paths BIGINT, hop_count_max INT, unreached BIGINT"""
+
+
+def rollup_query(sink: str, unit: str) -> str:
+    """Per-path aggregates over the record-time bucket ``unit`` (HOUR or DAY), as an updating upsert."""
+    tput = "`kind` = 'throughput'"
+    ok = f"{tput} AND succeeded"
+    lat = "`kind` = 'latency' AND succeeded"
+    trace = "`kind` = 'trace'"
+    return f"""INSERT INTO {sink}
+SELECT DATE_FORMAT(bucket, 'yyyy-MM-dd HH:mm:ss') || 'Z', `source`, `destination`,
+  SUM(CASE WHEN {tput} THEN 1 ELSE 0 END),
+  SUM(CASE WHEN {tput} AND NOT succeeded THEN 1 ELSE 0 END),
+  AVG(CASE WHEN {ok} THEN throughput_bps END),
+  MIN(CASE WHEN {ok} THEN throughput_bps END),
+  MAX(CASE WHEN {ok} THEN throughput_bps END),
+  SUM(CASE WHEN {ok} THEN retransmits END),
+  SUM(CASE WHEN {lat} THEN 1 ELSE 0 END),
+  MIN(CASE WHEN {lat} THEN delay_min_ms END),
+  AVG(CASE WHEN {lat} THEN delay_median_ms END),
+  AVG(CASE WHEN {lat} THEN delay_p95_ms END),
+  AVG(CASE WHEN {lat} THEN jitter_ms END),
+  SUM(CASE WHEN {lat} THEN packets_sent END),
+  SUM(CASE WHEN {lat} THEN packets_lost END),
+  CAST(SUM(CASE WHEN {lat} THEN packets_lost END) AS DOUBLE)
+    / NULLIF(SUM(CASE WHEN {lat} THEN packets_sent END), 0),
+  SUM(CASE WHEN {trace} THEN 1 ELSE 0 END),
+  COUNT(DISTINCT CASE WHEN {trace} THEN path_id END),
+  MAX(CASE WHEN {trace} THEN hop_count END),
+  SUM(CASE WHEN {trace} AND reached IS NOT NULL AND NOT reached THEN 1 ELSE 0 END)
+FROM (SELECT *, FLOOR(ts TO {unit}) AS bucket FROM records_json
+      WHERE `source` IS NOT NULL AND `destination` IS NOT NULL)
+GROUP BY bucket, `source`, `destination`"""
+
+
+def build(settings, restore: bool = True):
+    from pathwatch.streaming.flink_env import environments
+    from pathwatch.streaming.kafka_tables import jdbc_sink, kafka_options
+
+    env, tables, restored = environments(settings, JOB, restore)
+    config = tables.get_config()
+    for key, value in {"table.exec.mini-batch.enabled": "true", "table.exec.mini-batch.allow-latency": "500 ms",
+                       "table.exec.mini-batch.size": "5000", "table.exec.state.ttl": "36 h",
+                       "table.exec.sink.upsert-materialize": "NONE"}.items():
+        config.set(key, value)
+    json_options = {"format": "json", "json.fail-on-missing-field": "false", "json.ignore-parse-errors": "false"}
+    tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS},
+      ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+      proc AS PROCTIME()
+    ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    tables.execute_sql(f"""CREATE TABLE anomalies_json (
+      `id` STRING, kind STRING, `source` STRING, `destination` STRING, `start` STRING, detected_at STRING,
+      `end` STRING, severity STRING, score DOUBLE, summary STRING, evidence STRING, detector_version STRING
+    ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    tables.execute_sql(f"""CREATE TABLE deadletters_json (
+      `id` STRING, stage STRING, reason STRING, field STRING, `format` STRING, topic STRING,
+      kafka_partition INT, kafka_offset BIGINT, received_at STRING, input STRING, input_encoding STRING
+    ) WITH ({kafka_options(settings.topics['deadletters'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    for name, (table, columns, key) in SINKS.items():
+        tables.execute_sql(jdbc_sink(name, table, columns, key, settings))
+    for name, table in (("hourly_sink", "path_hourly"), ("daily_sink", "path_daily")):
+        tables.execute_sql(jdbc_sink(name, table, ROLLUP_COLUMNS, "`source`, `destination`, bucket", settings))
+
+    s = tables.create_statement_set()
+    s.add_insert_sql(f"""INSERT INTO throughput_sink SELECT {COMMON_SELECT}, protocol, `reverse`, streams, duration_s,
+        throughput_bps, receiver_throughput_bps, retransmits, rtt_ms, rtt_min_ms, rtt_max_ms, mss_bytes, mtu_bytes,
+        tcp_window_bytes, congestion_control, jitter_ms, lost_packets, sent_packets
+        FROM records_json WHERE `kind` = 'throughput'""")
+    s.add_insert_sql("""INSERT INTO intervals_sink SELECT r.`time`, r.`id`, i.start_s, i.end_s, i.throughput_bps,
+        i.retransmits, i.cwnd_bytes, i.rtt_ms, i.omitted
+        FROM records_json AS r CROSS JOIN UNNEST(r.intervals)
+          AS i (start_s, end_s, throughput_bps, retransmits, cwnd_bytes, rtt_ms, omitted)
+        WHERE r.`kind` = 'throughput'""")
+    s.add_insert_sql(f"""INSERT INTO latency_sink SELECT {COMMON_SELECT}, one_way, packets_sent, packets_received,
+        packets_lost, loss_ratio, duplicates, reordered, delay_min_ms, delay_median_ms, delay_mean_ms, delay_p95_ms,
+        delay_max_ms, jitter_ms, ttl_min, ttl_max, clock_synchronized, max_clock_error_ms
+        FROM records_json WHERE `kind` = 'latency'""")
+    s.add_insert_sql(f"""INSERT INTO trace_sink SELECT {COMMON_SELECT}, protocol, path_id, as_path_id, hop_count,
+        reached, pmtu_bytes, probe_id, measurement_id FROM records_json WHERE `kind` = 'trace'""")
+    # Hops once per distinct path: the first trace of each path_id (Flink's deduplication).
+    s.add_insert_sql("""INSERT INTO hops_sink SELECT d.path_id, h.ttl, h.ip, NULLIF(ARRAY_JOIN(h.other_ips, ','), ''),
+        h.hostname, h.asn, h.as_owner, h.mtu, h.`error`, d.`time`
+        FROM (SELECT path_id, hops, `time` FROM (
+                SELECT path_id, hops, `time`, ROW_NUMBER() OVER (PARTITION BY path_id ORDER BY proc ASC) AS rn
+                FROM records_json WHERE `kind` = 'trace') WHERE rn = 1) AS d
+        CROSS JOIN UNNEST(d.hops) AS h (ttl, ip, other_ips, hostname, asn, as_owner, mtu, `error`)""")
+    s.add_insert_sql("INSERT INTO anomalies_sink SELECT * FROM anomalies_json")
+    s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
+    s.add_insert_sql(rollup_query("hourly_sink", "HOUR"))
+    s.add_insert_sql(rollup_query("daily_sink", "DAY"))
+    return s, restored
+
+
+def main(argv: list[str]) -> None:
+    from pathwatch.streaming.runner import run_job
+
+    run_job(JOB, argv, build)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
