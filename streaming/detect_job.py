@@ -110,13 +110,12 @@ def build(settings, restore: bool = True, config_path: str | None = None):
 
     env, tables, restored = environments(settings, JOB, restore)
     records = settings.topics["records"]
-    delay = int(settings.ordering_delay_s * 1000)
     tables.execute_sql(f"""CREATE TABLE records_in (
       k STRING, v STRING,
       part INT METADATA FROM 'partition' VIRTUAL,
       off BIGINT METADATA FROM 'offset' VIRTUAL,
       ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
-      WATERMARK FOR ts AS ts - INTERVAL '{delay}' MILLISECOND
+      WATERMARK FOR ts AS ts - INTERVAL '{settings.ordering_delay_s:.3f}' SECOND(3)
     ) WITH ({kafka_options(records, settings.bootstrap, 'pathwatch-detect', **{
         'key.format': 'raw', 'key.fields': 'k', 'value.format': 'raw', 'value.fields-include': 'EXCEPT_KEY',
         'scan.watermark.idle-timeout': '5 s'})})""")

@@ -18,8 +18,9 @@ from pathwatch.streaming.flink_env import latest_checkpoint
 from pathwatch.streaming.settings import PipelineSettings, to_json
 
 JOBS = ("normalise", "detect", "store")
-GROUPS = {"normalise": ("pathwatch-normalise", "raw"), "detect": ("pathwatch-detect", "records"),
-          "store": ("pathwatch-store", "records")}
+# Each job's consumer group and the topic roles it reads.
+GROUPS = {"normalise": ("pathwatch-normalise", ("raw",)), "detect": ("pathwatch-detect", ("records",)),
+          "store": ("pathwatch-store", ("records", "anomalies", "deadletters"))}
 
 
 class PipelineError(RuntimeError):
@@ -109,8 +110,13 @@ def stop(settings: PipelineSettings, names: tuple[str, ...] = JOBS, timeout: flo
     return stopped
 
 
-def consumer_lag(bootstrap: str, group: str, topic: str) -> int | None:
-    """Messages in ``topic`` not yet committed by ``group`` (None when the group committed nothing)."""
+def consumer_lag(bootstrap: str, group: str, topic: str) -> int:
+    """Messages in ``topic`` that ``group`` has not committed yet (all of them before its first commit).
+
+    Offsets also count transaction markers (the normalise job writes transactionally), so a
+    partition whose committed offset trails the end is probed: when a read-committed read from
+    there finds no message, only markers remain and its lag is 0.
+    """
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
@@ -119,15 +125,35 @@ def consumer_lag(bootstrap: str, group: str, topic: str) -> int | None:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = [TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
         committed = consumer.committed(partitions, timeout=10)
-        if all(tp.offset < 0 for tp in committed):
-            return None
         lag = 0
         for tp in committed:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
-            lag += high - (tp.offset if tp.offset >= 0 else low)
+            start = tp.offset if tp.offset >= 0 else low
+            if high > start and not _only_markers(consumer, topic, tp.partition, start, high):
+                lag += high - start
         return lag
     finally:
         consumer.close()
+
+
+def _only_markers(consumer, topic: str, partition: int, start: int, high: int) -> bool:
+    from confluent_kafka import TopicPartition
+
+    consumer.assign([TopicPartition(topic, partition, start)])
+    try:
+        message = consumer.poll(2.0)
+        return message is None or message.error() is not None or message.offset() >= high
+    finally:
+        consumer.unassign()
+
+
+def job_lag(settings: PipelineSettings, name: str) -> int | None:
+    """Messages job ``name`` has not processed (committed) yet over the topics it reads; None if unknown."""
+    group, roles = GROUPS[name]
+    try:
+        return sum(consumer_lag(settings.bootstrap, group, settings.topics[role]) for role in roles)
+    except Exception:  # Kafka down: the lag is unknown, the rest of the status is still useful
+        return None
 
 
 def status(settings: PipelineSettings) -> list[JobStatus]:
@@ -135,11 +161,7 @@ def status(settings: PipelineSettings) -> list[JobStatus]:
     out = []
     for name in JOBS:
         checkpoint = latest_checkpoint(settings.checkpoints / name)
-        group, role = GROUPS[name]
-        try:
-            lag = consumer_lag(settings.bootstrap, group, settings.topics[role])
-        except Exception:  # Kafka down: the lag is unknown, the rest of the status still useful
-            lag = None
+        lag = job_lag(settings, name)
         job = running.get(name)
         out.append(JobStatus(name, job is not None, job["pid"] if job else None,
                              str(checkpoint) if checkpoint else None, lag, job["info"] if job else {}))

@@ -96,8 +96,8 @@ def test_formats_lists_every_format_and_each_example_parses():
         assert kinds == {name}
 
 
-def test_demo_shows_a_table_of_every_format():
-    done = run("demo")
+def test_examples_shows_a_table_of_every_format():
+    done = run("examples")
     assert done.returncode == 0, done.stderr
     from pathwatch.ingest import registry
 
