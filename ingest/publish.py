@@ -26,6 +26,9 @@ from .errors import ParseError
 from .reader import Item
 
 KAFKA_DEFAULTS = {
+    # The Java client's partitioner (murmur2), as the Flink jobs use: a path's raw envelopes and its
+    # records land in the same partition number, so each partition stays in collection order.
+    "partitioner": "murmur2_random",
     "acks": "all",
     "enable.idempotence": True,
     "linger.ms": 20,

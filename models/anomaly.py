@@ -109,9 +109,9 @@ class Anomaly:
             "detected_at": from_epoch(self.detected_at),
             "end": None if self.end is None else from_epoch(self.end),
             "severity": self.severity,
-            "score": self.score,
+            "score": plain(self.score),
             "summary": self.summary,
-            "evidence": self.evidence,
+            "evidence": plain(self.evidence),
             "detector_version": self.detector_version,
         }
 
@@ -134,3 +134,19 @@ class Anomaly:
             evidence=dict(data.get("evidence") or {}),
             detector_version=data.get("detector_version", DETECTOR_VERSION),
         )
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy scalars as Python numbers and tuples as lists, so any JSON encoder takes it.
+
+    >>> import numpy as np
+    >>> plain({"a": np.float64(1.5), "b": (np.int64(2), None)})
+    {'a': 1.5, 'b': [2, None]}
+    """
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
+    return value

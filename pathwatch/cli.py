@@ -33,6 +33,10 @@ from pathwatch.ingest.publish_cli import publish as _publish  # noqa: E402
 
 app.add_typer(db_app, name="db")
 app.command(name="publish")(_publish)
+
+from pathwatch.ingest.collect_cli import register as _register_collect  # noqa: E402
+
+_register_collect(app)
 app.add_typer(pipeline_app, name="pipeline")
 
 EXIT_REJECTED = 2

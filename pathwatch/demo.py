@@ -113,7 +113,7 @@ def _report(folder: Path, settings, console: Console) -> None:
         counts = {table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                   for table in ("throughput", "latency", "trace", "dead_letters", "anomalies")}
         rows = connection.execute(
-            "SELECT id, kind, source, destination, start, detected_at, \"end\", severity, score, summary, evidence, "
+            "SELECT id, kind, source, destination, start, detected_at, end_time, severity, score, summary, evidence, "
             "detector_version FROM anomalies ORDER BY start").fetchall()
         end = connection.execute("SELECT extract(epoch FROM max(time)) FROM latency").fetchone()[0]
     names = ("id", "kind", "source", "destination", "start", "detected_at", "end", "severity", "score", "summary",

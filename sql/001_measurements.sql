@@ -143,7 +143,7 @@ CREATE TABLE anomalies (
     destination       text,
     start             timestamptz NOT NULL,
     detected_at       timestamptz NOT NULL,
-    "end"             timestamptz,
+    end_time          timestamptz,    -- the contract's "end": null while the episode is open
     severity          text        NOT NULL,
     score             double precision,
     summary           text        NOT NULL,
@@ -152,7 +152,7 @@ CREATE TABLE anomalies (
     updated_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX anomalies_path_start ON anomalies (source, destination, start DESC);
-CREATE INDEX anomalies_open_by_kind ON anomalies (kind) WHERE "end" IS NULL;
+CREATE INDEX anomalies_open_by_kind ON anomalies (kind) WHERE end_time IS NULL;
 
 -- Inputs a stage rejected: the original bytes, the reason and where they came from.
 CREATE TABLE dead_letters (

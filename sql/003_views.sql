@@ -4,13 +4,13 @@ CREATE VIEW anomalies_open AS
 SELECT id, kind, source, destination, start, detected_at, severity, score, summary, evidence,
        now() - start AS open_for
 FROM anomalies
-WHERE "end" IS NULL;
+WHERE end_time IS NULL;
 
 CREATE VIEW anomalies_recent AS
-SELECT id, kind, source, destination, start, detected_at, "end", severity, score, summary, evidence,
-       coalesce("end", now()) - start AS duration
+SELECT id, kind, source, destination, start, detected_at, end_time, severity, score, summary, evidence,
+       coalesce(end_time, now()) - start AS duration
 FROM anomalies
-WHERE coalesce("end", now()) > now() - interval '30 days';
+WHERE coalesce(end_time, now()) > now() - interval '30 days';
 
 -- The latest value of each measurement per path, for the mesh grid.
 CREATE VIEW path_latest AS

@@ -30,7 +30,7 @@ def _detect_function(config_path: str | None):
 
     from pathwatch.models.config import DetectorConfig
     from pathwatch.models.monitor import PathMonitor
-    from pathwatch.streaming.normalise import Origin, dead_letter
+    from pathwatch.streaming.normalise import Origin, dead_letter, format_utc_ms
     from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, latest_states
 
     class Detect(KeyedProcessFunction):
@@ -66,8 +66,8 @@ def _detect_function(config_path: str | None):
                 ctx.timer_service().register_event_time_timer(due)
                 self.armed_state.update(due)
 
-        def process_element(self, row, ctx):
-            key, body, partition, offset = row[0], row[1], row[2], row[3]
+        def process_element(self, body, ctx):
+            key = ctx.get_current_key()
             record = orjson.loads(body)
             state = self._path(key, record)
             verdict = state.accept(record)
@@ -75,9 +75,11 @@ def _detect_function(config_path: str | None):
                 self.pending_state.add(pickle.dumps(state.pending[-1], protocol=5))
                 self._arm(ctx, state)
             elif verdict == LATE:
-                letter = dead_letter(body.encode(), Origin(self.topic, partition, offset), int(time.time() * 1000),
-                                     "detect", "late: the detectors already analysed this path past this record's "
-                                     "time (it is stored, but not analysed)", "time", record.get("format"))
+                until = format_utc_ms(int(state.released_until * 1000))
+                letter = dead_letter(body.encode(), Origin(self.topic, None, None), int(time.time() * 1000),
+                                     "detect", f"late: the detectors already analysed this path up to {until}, past "
+                                     "this record's time (it is stored, but not analysed)", "time", record.get("format"),
+                                     identity=record.get("id"))
                 yield Row("dead", letter["id"], orjson.dumps(letter).decode())
             elif verdict == DUPLICATE:
                 pass  # the same measurement again: stored once (upsert), analysed once
@@ -102,27 +104,39 @@ def _detect_function(config_path: str | None):
     return Detect
 
 
+def _path_of(body: str) -> str:
+    """The path key of a record's JSON (what the publishers and the normalise job key by)."""
+    from pathwatch.streaming.normalise import path_key
+
+    record = orjson.loads(body)
+    return path_key(record.get("source"), record.get("destination"))
+
+
 def build(settings, restore: bool = True, config_path: str | None = None):
     from pyflink.common import Types
 
     from pathwatch.streaming.flink_env import environments
-    from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink
+    from pathwatch.streaming.kafka_tables import keyed_raw_sink
+
+    from pyflink.common import Duration, WatermarkStrategy
+    from pyflink.common.serialization import SimpleStringSchema
+    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
 
     env, tables, restored = environments(settings, JOB, restore)
     records = settings.topics["records"]
-    tables.execute_sql(f"""CREATE TABLE records_in (
-      k STRING, v STRING,
-      part INT METADATA FROM 'partition' VIRTUAL,
-      off BIGINT METADATA FROM 'offset' VIRTUAL,
-      ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
-      WATERMARK FOR ts AS ts - INTERVAL '{settings.ordering_delay_s:.3f}' SECOND(3)
-    ) WITH ({kafka_options(records, settings.bootstrap, 'pathwatch-detect', **{
-        'key.format': 'raw', 'key.fields': 'k', 'value.format': 'raw', 'value.fields-include': 'EXCEPT_KEY',
-        'scan.watermark.idle-timeout': '5 s'})})""")
+    # The DataStream Kafka source keeps one watermark per partition (the minimum wins), from the
+    # records' Kafka timestamps, which the normalise job sets to the record time.
+    source = (KafkaSource.builder().set_bootstrap_servers(settings.bootstrap).set_topics(records)
+              .set_group_id("pathwatch-detect")
+              .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST))
+              .set_value_only_deserializer(SimpleStringSchema())
+              .set_property("isolation.level", "read_committed").build())
+    watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
+                  .with_idleness(Duration.of_minutes(10)))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
-    stream = tables.to_data_stream(tables.sql_query("SELECT k, v, part, off, ts FROM records_in"))
-    detected = (stream.key_by(lambda row: row[0], key_type=Types.STRING())
+    stream = env.from_source(source, watermarks, "records")
+    detected = (stream.key_by(_path_of, key_type=Types.STRING())
                 .process(_detect_function(config_path)(records), output_type=Types.ROW_NAMED(
                     ["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])).name("detect"))
     tables.create_temporary_view("detected", tables.from_data_stream(detected))

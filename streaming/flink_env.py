@@ -65,7 +65,11 @@ def environments(settings: PipelineSettings, job: str, restore: bool = True):
     from pathwatch.stack import flink
     from pathwatch.stack.config import resolve
 
-    os.environ.update(flink.job_environment(resolve(home=settings.home)))  # before the JVM starts
+    environment = flink.job_environment(resolve(home=settings.home))
+    logs = Path(environment["FLINK_LOG_DIR"]) / job  # one folder per job: they would share a file name
+    logs.mkdir(parents=True, exist_ok=True)
+    environment["FLINK_LOG_DIR"] = str(logs)
+    os.environ.update(environment)  # before the JVM starts
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment

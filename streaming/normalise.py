@@ -30,8 +30,8 @@ class Origin:
     """Where a message was read: topic, partition, offset (what makes a dead letter's id unique)."""
 
     topic: str
-    partition: int
-    offset: int
+    partition: int | None
+    offset: int | None
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,17 @@ def path_key(source: str | None, destination: str | None) -> str:
 
 
 def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,
-                field: str | None = None, fmt: str | None = None) -> dict[str, Any]:
-    """The dead-letter object: the original bytes (text, or base64 when not UTF-8), reason, origin."""
+                field: str | None = None, fmt: str | None = None, identity: str | None = None) -> dict[str, Any]:
+    """The dead-letter object: the original bytes (text, or base64 when not UTF-8), reason, origin.
+
+    Its id is a uuid5 of the stage and the message's place in its topic, or of ``identity``
+    (e.g. a record id) when the place is not known.
+    """
     try:
         text, encoding = body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         text, encoding = base64.b64encode(body).decode("ascii"), "base64"
-    key = f"{stage}|{origin.topic}|{origin.partition}|{origin.offset}"
+    key = f"{stage}|{identity}" if identity is not None else f"{stage}|{origin.topic}|{origin.partition}|{origin.offset}"
     return {
         "id": str(uuid.uuid5(PATHWATCH_NAMESPACE, key)), "stage": stage, "reason": reason, "field": field,
         "format": fmt, "topic": origin.topic, "kafka_partition": origin.partition,

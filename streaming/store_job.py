@@ -4,7 +4,8 @@ Pure Flink SQL (no Python in the data path): the records topic is read with the 
 into one wide table (the union of the record kinds' fields) and upserted into the per-kind
 hypertables on (id, time); trace hops are written once per distinct path; throughput intervals
 one row per interval; anomalies are upserted on id (each new state of an episode overwrites
-the last); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
+the last; the contract's ``end`` is the column ``end_time``, as JDBC does not quote
+names); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
 on the record-time bucket, upserted as they change (the current hour and day included).
 """
 
@@ -57,7 +58,7 @@ SINKS = {
     "hops_sink": ("trace_hops", """path_id STRING, ttl INT, ip STRING, other_ips STRING, hostname STRING,
         asn BIGINT, as_owner STRING, mtu INT, `error` STRING, first_seen STRING""", "path_id, ttl"),
     "anomalies_sink": ("anomalies", """`id` STRING, kind STRING, `source` STRING, `destination` STRING,
-        `start` STRING, detected_at STRING, `end` STRING, severity STRING, score DOUBLE, summary STRING,
+        `start` STRING, detected_at STRING, end_time STRING, severity STRING, score DOUBLE, summary STRING,
         evidence STRING, detector_version STRING""", "`id`"),
     "deadletters_sink": ("dead_letters", """`id` STRING, stage STRING, reason STRING, field STRING,
         `format` STRING, topic STRING, kafka_partition INT, kafka_offset BIGINT, received_at STRING,
@@ -154,7 +155,8 @@ def build(settings, restore: bool = True):
                 SELECT path_id, hops, `time`, ROW_NUMBER() OVER (PARTITION BY path_id ORDER BY proc ASC) AS rn
                 FROM records_json WHERE `kind` = 'trace') WHERE rn = 1) AS d
         CROSS JOIN UNNEST(d.hops) AS h (ttl, ip, other_ips, hostname, asn, as_owner, mtu, `error`)""")
-    s.add_insert_sql("INSERT INTO anomalies_sink SELECT * FROM anomalies_json")
+    s.add_insert_sql("INSERT INTO anomalies_sink SELECT `id`, kind, `source`, `destination`, `start`, detected_at, "
+                     "`end`, severity, score, summary, evidence, detector_version FROM anomalies_json")
     s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
     s.add_insert_sql(rollup_query("hourly_sink", "HOUR"))
     s.add_insert_sql(rollup_query("daily_sink", "DAY"))

@@ -240,6 +240,8 @@ class RouteDetector(Detector):
             if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
                 self.rtts.append(obs.last_rtt_ms)
             return out
+        if not tool.known:                       # every route forgotten (a long silence): learn anew
+            tool.first_seen, tool.candidate = obs.t, None
         if obs.t - tool.first_seen <= self.p.learn_s:
             tool.known.append(_Variant(obs))
             return out
