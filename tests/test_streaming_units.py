@@ -1,0 +1,107 @@
+"""The pipeline's pure steps without Flink: normalise (records or one dead letter per message) and
+the detect job's ordering (buffer + release at watermarks gives the offline replay's anomalies)."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import orjson
+
+from pathwatch.models.engine import replay
+from pathwatch.models.monitor import PathMonitor
+from pathwatch.models.observe import epoch
+from pathwatch.streaming.normalise import DEAD, RECORD, Origin, normalise
+from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, latest_states
+from tests.test_models_engine import _mesh_records
+
+ORIGIN = Origin("pathwatch.raw", 2, 41)
+PING = ("PING b (10.0.0.2) 56(84) bytes of data.\n64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.040 ms\n\n"
+        "--- b ping statistics ---\n1 packets transmitted, 1 received, 0% packet loss, time 0ms\n"
+        "rtt min/avg/max/mdev = 0.040/0.040/0.040/0.000 ms\n")
+
+
+def _envelope(**fields) -> bytes:
+    value = {"format": "ping", "source": "a", "destination": "b", "collected_at": "2024-01-01T00:00:00Z",
+             "payload": PING}
+    value.update(fields)
+    return orjson.dumps({key: item for key, item in value.items() if item is not None})
+
+
+def test_a_good_envelope_gives_records_keyed_by_path_with_the_record_time():
+    out = normalise(_envelope(), ORIGIN, 0)
+    assert [o.target for o in out] == [RECORD]
+    assert out[0].key == "a>b" and out[0].value["kind"] == "latency"
+    assert out[0].time_ms == int(epoch(out[0].value["time"]) * 1000)
+
+
+def test_each_bad_message_gives_exactly_one_dead_letter_naming_field_and_origin():
+    cases = {
+        b'{"format": "ping", "payload": ': None,                      # malformed JSON
+        _envelope(format="netflow"): "format",                        # unknown format
+        _envelope(collected_at=None): "time",                         # no time anywhere
+        _envelope(payload=12): "payload",                             # not tool output
+    }
+    for body, field in cases.items():
+        out = normalise(body, ORIGIN, 1_700_000_000_000)
+        assert [o.target for o in out] == [DEAD], body
+        letter = out[0].value
+        assert letter["field"] == field and letter["reason"], body
+        assert (letter["topic"], letter["kafka_partition"], letter["kafka_offset"]) == ("pathwatch.raw", 2, 41)
+        assert letter["input"].encode() == body and letter["stage"] == "normalise"
+
+
+def test_dead_letters_keep_bytes_that_are_not_text_and_have_ids_unique_per_message():
+    body = b"\xff\xfe\x00garbage"
+    first = normalise(body, ORIGIN, 0)[0].value
+    assert first["input_encoding"] == "base64" and base64.b64decode(first["input"]) == body
+    again = normalise(body, ORIGIN, 5)[0].value
+    elsewhere = normalise(body, Origin("pathwatch.raw", 2, 42), 0)[0].value
+    assert first["id"] == again["id"] != elsewhere["id"]
+
+
+def test_an_array_with_one_bad_item_is_dead_lettered_whole():
+    body = b"[" + _envelope() + b"," + _envelope(format="netflow") + b"]"
+    out = normalise(body, ORIGIN, 0)
+    assert [o.target for o in out] == [DEAD] and out[0].value["reason"].startswith("item 2: ")
+
+
+def _stream(records: list[dict], delay: float, seed: int) -> list:
+    """Records arriving disordered by less than ``delay``, released at random watermarks."""
+    rng = random.Random(seed)
+    arrival = sorted(records, key=lambda r: epoch(r["time"]) + rng.uniform(0, delay * 0.9))
+    states: dict[tuple, PathState] = {}
+    emitted = []
+    newest = None
+    for record in arrival:
+        key = (record["source"], record["destination"])
+        state = states.setdefault(key, PathState(PathMonitor(*key)))
+        assert state.accept(record) == PENDING
+        newest = max(newest or 0.0, epoch(record["time"]))
+        if rng.random() < 0.2:  # a watermark passes: every path releases up to it
+            for path_state in states.values():
+                emitted += path_state.release(newest - delay)
+    return emitted, states, newest
+
+
+def test_release_at_watermarks_equals_the_offline_replay():
+    records = _mesh_records()
+    delay = 900.0
+    emitted, states, newest = _stream(records, delay, seed=7)
+    for state in states.values():
+        emitted += state.release(newest - delay)
+    final = {a.id: (a.kind, a.start, a.end) for a in latest_states(emitted)}
+    offline = replay(records, until=newest - delay)
+    assert final, "the mesh should give anomalies"
+    assert final == {a.id: (a.kind, a.start, a.end) for a in offline.anomalies}
+
+
+def test_duplicates_are_analysed_once_and_late_records_are_refused():
+    records = [r for r in _mesh_records() if r["source"] == "a"][:50]
+    state = PathState(PathMonitor("a", "z"))
+    assert state.accept(records[10]) == PENDING
+    assert state.accept(records[10]) == DUPLICATE
+    state.release(epoch(records[10]["time"]))
+    assert state.accept(records[10]) == DUPLICATE
+    assert state.accept(records[3]) == LATE
+    assert state.accept(records[11]) == PENDING
