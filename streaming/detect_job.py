@@ -52,7 +52,7 @@ def _detect_function(config_path: str | None):
                     state = pickle.loads(saved)
                 else:
                     state = PathState(PathMonitor(record.get("source"), record.get("destination"), self.config))
-                state.pending = [pickle.loads(entry) for entry in (self.pending_state.get() or [])]
+                state.restore_pending([pickle.loads(entry) for entry in (self.pending_state.get() or [])])
                 self.cache[key] = state
             return state
 
@@ -95,9 +95,10 @@ def _detect_function(config_path: str | None):
             if changed:
                 for anomaly in latest_states(state.release(until)):
                     yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
-                pending, state.pending = state.pending, []
+                pending, ids = state.pending, state.pending_ids
+                state.pending, state.pending_ids = [], set()
                 self.monitor_state.update(pickle.dumps(state, protocol=5))
-                state.pending = pending
+                state.pending, state.pending_ids = pending, ids
                 self.pending_state.update([pickle.dumps(entry, protocol=5) for entry in pending])
             self._arm(ctx, state)
 
@@ -132,7 +133,9 @@ def build(settings, restore: bool = True, config_path: str | None = None):
               .set_value_only_deserializer(SimpleStringSchema())
               .set_property("isolation.level", "read_committed").build())
     watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
-                  .with_idleness(Duration.of_minutes(10)))
+                  .with_idleness(Duration.of_minutes(10))
+                  # Partitions read far ahead of the slowest one wait (bounded buffers in the detectors).
+                  .with_watermark_alignment("pathwatch-records", Duration.of_hours(6), Duration.of_seconds(1)))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
     stream = env.from_source(source, watermarks, "records")

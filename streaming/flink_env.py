@@ -47,6 +47,9 @@ def configuration(settings: PipelineSettings, job: str, restore: bool = True) ->
         "parallelism.default": str(settings.parallelism),
         "pipeline.name": f"pathwatch-{job}",
         "table.local-time-zone": "UTC",
+        # Periodic watermarks of DataStream sources: a job run through a statement set would
+        # otherwise emit none (the interval is not taken from the stream environment).
+        "pipeline.auto-watermark-interval": "200 ms",
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "2 s",

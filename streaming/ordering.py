@@ -39,6 +39,12 @@ class PathState:
     pending: list[tuple] = field(default_factory=list)
     released_until: float | None = None
     recent_ids: list[str] = field(default_factory=list)
+    pending_ids: set[str] = field(default_factory=set)
+
+    def restore_pending(self, pending: list[tuple]) -> None:
+        """Set the buffer (e.g. read back from Flink state) and the ids it holds."""
+        self.pending = pending
+        self.pending_ids = {entry[0][2] for entry in pending}
 
     def accept(self, record: dict[str, Any]) -> str:
         """Buffer one record's observation; says PENDING, DUPLICATE, LATE or SKIPPED (no observation)."""
@@ -46,11 +52,12 @@ class PathState:
         if obs is None:
             return SKIPPED
         key = observation_key(record, obs)
-        if key[2] in self.recent_ids or any(entry[0][2] == key[2] for entry in self.pending):
+        if key[2] in self.pending_ids or key[2] in self.recent_ids:
             return DUPLICATE
         if self.released_until is not None and key[0] <= self.released_until:
             return LATE
         self.pending.append((key, obs))
+        self.pending_ids.add(key[2])
         return PENDING
 
     def earliest(self) -> float | None:
@@ -60,7 +67,7 @@ class PathState:
     def release(self, until: float) -> list[Anomaly]:
         """Feed buffered observations with time <= ``until`` in order, then advance the monitor to ``until``."""
         ready = sorted((entry for entry in self.pending if entry[0][0] <= until), key=lambda entry: entry[0])
-        self.pending = [entry for entry in self.pending if entry[0][0] > until]
+        self.restore_pending([entry for entry in self.pending if entry[0][0] > until])
         out: list[Anomaly] = []
         for key, obs in ready:
             out.extend(self.monitor.observe(obs))

@@ -63,7 +63,8 @@ def start(settings: PipelineSettings, names: tuple[str, ...] = JOBS, fresh: bool
     from pathwatch.stack import procs
 
     running = _registered(settings)
-    for name in names:
+    started = []
+    for name in names:  # spawn every job first, then wait: their JVMs start in parallel
         if name in running:
             report(f"{name}: already running (pid {running[name]['pid']})")
             continue
@@ -76,6 +77,8 @@ def start(settings: PipelineSettings, names: tuple[str, ...] = JOBS, fresh: bool
         offset = log_file.stat().st_size if log_file.exists() else 0
         procs.spawn(f"pipeline-{name}", argv, pid_file, log_file)
         report(f"{name}: starting (log {log_file})")
+        started.append((name, pid_file, log_file, offset))
+    for name, pid_file, log_file, offset in started:
         _wait_submitted(name, pid_file, log_file, offset, timeout)
         report(f"{name}: running")
     return status(settings)
