@@ -194,7 +194,8 @@ def demo(
     from pathwatch.demo import DemoOptions, run_demo
 
     try:
-        code = run_demo(DemoOptions(seed, hosts, days, rate, timeout), Console(), _err())
+        out = Console() if Console().is_terminal else Console(width=160)  # tables stay readable in logs
+        code = run_demo(DemoOptions(seed, hosts, days, rate, timeout), out, _err())
     except RuntimeError as error:
         _err().print(f"[red]demo failed:[/red] {error}")
         raise typer.Exit(1) from None
