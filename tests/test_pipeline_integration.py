@@ -275,13 +275,6 @@ def test_records_topic_holds_each_record_exactly_once_despite_the_kill(stream):
     assert len(set(ids)) == len({r.value["id"] for r in stream["records"]}) + len(stream["late"]) + len(stream["tails"])
 
 
-def test_late_record_is_stored_and_accounted_as_not_analysed(stream):
-    settings = stream["settings"]
-    rows = _rows(settings, "SELECT reason, field FROM dead_letters WHERE stage = 'detect'")
-    assert len(rows) == len(stream["late"]) == 1
-    assert rows[0][0].startswith("late") and rows[0][1] == "time"
-
-
 def test_streaming_anomalies_equal_pathwatch_detect(stream, tmp_path):
     settings = stream["settings"]
     raw = tmp_path / "input.jsonl"
