@@ -133,8 +133,10 @@ def build(settings, restore: bool = True, config_path: str | None = None):
               .set_value_only_deserializer(SimpleStringSchema())
               .set_property("isolation.level", "read_committed").build())
     watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
-                  # A partition without data (fewer paths than partitions) must not hold the watermark.
-                  .with_idleness(Duration.of_seconds(30))
+                  # Long on purpose: a short idleness lets one partition's watermark run ahead when a
+                  # stream resumes, firing false silences. A partition that never gets data (fewer
+                  # paths than partitions) therefore holds the watermark for this long.
+                  .with_idleness(Duration.of_minutes(10))
                   # Partitions read far ahead of the slowest one wait (bounded buffers in the detectors).
                   .with_watermark_alignment("pathwatch-records", Duration.of_hours(6), Duration.of_seconds(1)))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))

@@ -144,9 +144,9 @@ def stream(tmp_path_factory):
         with psycopg.connect(settings.database_url, autocommit=True) as connection:
             connection.execute(f"TRUNCATE {', '.join(TABLES)}")
         sim = tmp_path_factory.mktemp("sim")
-        cli(home, "simulate", "--out", str(sim), "--seed", "515", "--hosts", "4", "--days", "5")
+        cli(home, "simulate", "--out", str(sim), "--seed", "515", "--hosts", "7", "--days", "5")
         early = tmp_path_factory.mktemp("early")
-        cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "4", "--days", "4",
+        cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "7", "--days", "4",
             "--start", "2025-12-01T00:00:00Z")
         data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
         # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
