@@ -78,7 +78,7 @@ def _detect_function(config_path: str | None):
                 until = format_utc_ms(int(state.released_until * 1000))
                 letter = dead_letter(body.encode(), Origin(self.topic, None, None), int(time.time() * 1000),
                                      "detect", f"late: the detectors already analysed this path up to {until}, past "
-                                     "this record's time (it is stored, but not analysed)", "time", record.get("format"),
+                                     "this record's time (a late or repeated record: stored, not analysed)", "time", record.get("format"),
                                      identity=record.get("id"))
                 yield Row("dead", letter["id"], orjson.dumps(letter).decode())
             elif verdict == DUPLICATE:

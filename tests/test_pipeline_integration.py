@@ -275,6 +275,20 @@ def test_records_topic_holds_each_record_exactly_once_despite_the_kill(stream):
     assert len(set(ids)) == len({r.value["id"] for r in stream["records"]}) + len(stream["late"]) + len(stream["tails"])
 
 
+def test_late_record_is_stored_and_accounted_as_not_analysed(stream):
+    """The old record is refused by the detectors with a reason; so are re-sent copies of records
+    its path has already moved past (the detectors keep only recent ids), and nothing else."""
+    from pathwatch.streaming.normalise import Origin, normalise
+
+    settings = stream["settings"]
+    rows = _rows(settings, "SELECT reason, field, input FROM dead_letters WHERE stage = 'detect'")
+    refused = {orjson.loads(row[2])["id"] for row in rows}
+    late_ids = {r.value["id"] for body in stream["late"] for r in normalise(body, Origin("x", 0, 0), 0)}
+    repeats = {r.value["id"] for body in stream["duplicates"] for r in normalise(body, Origin("x", 0, 0), 0)}
+    assert late_ids <= refused <= late_ids | repeats
+    assert all(row[0].startswith("late") and row[1] == "time" for row in rows)
+
+
 def test_streaming_anomalies_equal_pathwatch_detect(stream, tmp_path):
     settings = stream["settings"]
     raw = tmp_path / "input.jsonl"
