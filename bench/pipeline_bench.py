@@ -64,7 +64,7 @@ def main() -> None:
     try:
         os.environ.update(env)
         from pathwatch.stack.config import resolve
-        from pathwatch.streaming.pipeline import JOBS, job_lag
+        from pathwatch.streaming.pipeline import wait_caught_up
         from pathwatch.streaming.settings import from_stack
 
         settings = from_stack(resolve(home=home))
@@ -83,12 +83,8 @@ def main() -> None:
             for line in lines:
                 publisher.send(line, path_key(orjson.loads(line)))
         published = time.time()
-        settled = 0
-        while settled < 2:
-            lags = {name: job_lag(settings, name) for name in JOBS}
-            settled = settled + 1 if all(lag == 0 for lag in lags.values()) else 0
-            print(f"  {time.time() - started:6.0f} s unprocessed {lags}", flush=True)
-            time.sleep(1)
+        wait_caught_up(settings, 3600, lambda lags: print(f"  {time.time() - started:6.0f} s unprocessed {lags}",
+                                                          flush=True), every_s=1.0)
         done = time.time()
         with psycopg.connect(settings.database_url) as connection:
             stored = sum(connection.execute(f"SELECT count(*) FROM {t}").fetchone()[0]

@@ -76,10 +76,10 @@ def _detect_function(config_path: str | None):
                 self._arm(ctx, state)
             elif verdict == LATE:
                 until = format_utc_ms(int(state.released_until * 1000))
+                reason = (f"late: the detectors already analysed this path up to {until}, past this record's "
+                          "time (a late or repeated record: stored, not analysed)")
                 letter = dead_letter(body.encode(), Origin(self.topic, None, None), int(time.time() * 1000),
-                                     "detect", f"late: the detectors already analysed this path up to {until}, past "
-                                     "this record's time (a late or repeated record: stored, not analysed)", "time", record.get("format"),
-                                     identity=record.get("id"))
+                                     "detect", reason, "time", record.get("format"), identity=record.get("id"))
                 yield Row("dead", letter["id"], orjson.dumps(letter).decode())
             elif verdict == DUPLICATE:
                 pass  # the same measurement again: stored once (upsert), analysed once
@@ -89,17 +89,11 @@ def _detect_function(config_path: str | None):
             state = self._path(key, None)
             self.armed_state.clear()
             until = ctx.timer_service().current_watermark() / 1000.0
-            changed = bool(state.pending) and state.earliest() <= until
-            due = state.monitor.deadline()
-            changed = changed or (due is not None and due <= until)
-            if changed:
+            if state.due(until):
                 for anomaly in latest_states(state.release(until)):
                     yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
-                pending, ids = state.pending, state.pending_ids
-                state.pending, state.pending_ids = [], set()
-                self.monitor_state.update(pickle.dumps(state, protocol=5))
-                state.pending, state.pending_ids = pending, ids
-                self.pending_state.update([pickle.dumps(entry, protocol=5) for entry in pending])
+                self.monitor_state.update(pickle.dumps(state, protocol=5))  # without its buffer
+                self.pending_state.update([pickle.dumps(entry, protocol=5) for entry in state.pending])
             self._arm(ctx, state)
 
     return Detect
@@ -114,14 +108,12 @@ def _path_of(body: str) -> str:
 
 
 def build(settings, restore: bool = True, config_path: str | None = None):
-    from pyflink.common import Types
+    from pyflink.common import Duration, Types, WatermarkStrategy
+    from pyflink.common.serialization import SimpleStringSchema
+    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
 
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import keyed_raw_sink
-
-    from pyflink.common import Duration, WatermarkStrategy
-    from pyflink.common.serialization import SimpleStringSchema
-    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
 
     env, tables, restored = environments(settings, JOB, restore)
     records = settings.topics["records"]

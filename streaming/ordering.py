@@ -41,6 +41,10 @@ class PathState:
     recent_ids: list[str] = field(default_factory=list)
     pending_ids: set[str] = field(default_factory=set)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the buffer: the detect job keeps that in its own list state."""
+        return {**self.__dict__, "pending": [], "pending_ids": set()}
+
     def restore_pending(self, pending: list[tuple]) -> None:
         """Set the buffer (e.g. read back from Flink state) and the ids it holds."""
         self.pending = pending
@@ -76,6 +80,11 @@ class PathState:
         out.extend(self.monitor.advance(until))
         self.released_until = until if self.released_until is None else max(self.released_until, until)
         return out
+
+    def due(self, until: float) -> bool:
+        """Whether :meth:`release` up to ``until`` would feed an observation or run a deadline."""
+        wake = self.next_wakeup()
+        return wake is not None and wake <= until
 
     def next_wakeup(self) -> float | None:
         """The earliest time at which :meth:`release` has something to do (an observation or a deadline)."""

@@ -159,6 +159,28 @@ def job_lag(settings: PipelineSettings, name: str) -> int | None:
         return None
 
 
+def wait_caught_up(settings: PipelineSettings, timeout_s: float, on_poll=lambda lags: None,
+                   settle: int = 2, every_s: float = 2.0) -> None:
+    """Return once every job has processed everything (``settle`` polls in a row with no lag).
+
+    Raises PipelineError when a job stops or the time runs out; ``on_poll`` sees each poll's lags.
+    """
+    deadline = time.monotonic() + timeout_s
+    settled, lags = 0, {}
+    while time.monotonic() < deadline:
+        lags = {name: job_lag(settings, name) for name in JOBS}
+        on_poll(lags)
+        stopped = [job.name for job in status(settings) if not job.running]
+        if stopped:
+            raise PipelineError(f"pipeline job(s) {', '.join(stopped)} stopped; see {settings.home}/logs/pipeline-*.log")
+        settled = settled + 1 if all(lag == 0 for lag in lags.values()) else 0
+        if settled >= settle:
+            return
+        time.sleep(every_s)
+    raise PipelineError(f"the pipeline did not catch up within {timeout_s:.0f} s (unprocessed: {lags}); "
+                        "see `pathwatch pipeline status`")
+
+
 def status(settings: PipelineSettings) -> list[JobStatus]:
     running = _registered(settings)
     out = []

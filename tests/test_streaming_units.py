@@ -105,3 +105,21 @@ def test_duplicates_are_analysed_once_and_late_records_are_refused():
     assert state.accept(records[10]) == DUPLICATE
     assert state.accept(records[3]) == LATE
     assert state.accept(records[11]) == PENDING
+
+
+def test_a_pickled_path_state_leaves_its_buffer_to_the_list_state():
+    import pickle
+
+    records = [r for r in _mesh_records() if r["source"] == "a"][:20]
+    state = PathState(PathMonitor("a", "z"))
+    for record in records[:10]:
+        state.accept(record)
+    state.release(epoch(records[5]["time"]))
+    for record in records[10:]:
+        state.accept(record)
+    copy = pickle.loads(pickle.dumps(state))
+    assert copy.pending == [] and copy.pending_ids == set()
+    assert copy.released_until == state.released_until and copy.recent_ids == state.recent_ids
+    copy.restore_pending(pickle.loads(pickle.dumps(state.pending)))
+    assert copy.due(epoch(records[-1]["time"])) and not copy.due(epoch(records[5]["time"]))
+    assert copy.release(epoch(records[-1]["time"])) == state.release(epoch(records[-1]["time"]))
