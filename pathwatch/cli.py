@@ -39,6 +39,10 @@ from pathwatch.ingest.collect_cli import register as _register_collect  # noqa: 
 _register_collect(app)
 app.add_typer(pipeline_app, name="pipeline")
 
+from pathwatch.dashboards.cli import app as dashboards_app  # noqa: E402
+
+app.add_typer(dashboards_app, name="dashboards")
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 

@@ -1,20 +1,24 @@
 """``pathwatch demo``: the whole pipeline on a built-in simulated mesh, unattended, in minutes.
 
 Brings the stack up, migrates the database, starts the pipeline's jobs, simulates a mesh with
-injected pathologies (once per state directory: a second run shows the same data again),
-publishes it into the raw topic, waits until every job has caught up, then prints what was
-found beside what was injected and where to look.
+injected pathologies ending at the current hour (once per state directory: a second run shows
+the same data again), records its hosts and sites, publishes it into the raw topic, waits until
+every job has caught up, then prints what was found beside what was injected and where to look
+(the Superset dashboards, imported by `stack up`).
 """
 
 from __future__ import annotations
 
 import time
-from datetime import timezone
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+
+DASHBOARD_SLUGS = ("mesh-overview", "anomalies", "path-explorer", "route-changes", "loss-trends", "daily-patterns")
 
 
 @dataclass(frozen=True)
@@ -41,18 +45,44 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     err.rule("3/5 pipeline jobs")
     pipeline.start(settings, report=lambda line: err.print(f"  {line}", markup=False))
     err.rule("4/5 simulated mesh → raw topic")
-    folder = Path(settings.home) / "demo" / f"seed-{options.seed}-{options.hosts}h-{options.days}d"
+    folder = demo_folder(Path(settings.home) / "demo", options)
     _simulate_and_publish(folder, options, settings, err)
+    from pathwatch.db.hosts import read_hosts, upsert_hosts
+
+    upsert_hosts(settings.database_url, read_hosts(folder / "mesh.json"))
     err.rule("5/5 waiting for the pipeline to catch up")
     _wait_caught_up(settings, options.timeout_s, err)
     _report(folder, settings, console)
     current = stack.status(config)
     user, password = current.superset_credentials
     console.print(f"\nDashboards: {current.superset_url}  (user {user}, password {password})", markup=False)
+    for slug in DASHBOARD_SLUGS:
+        console.print(f"  {current.superset_url}/superset/dashboard/{slug}/", markup=False)
     console.print(f"Database (read-only): {current.database_url_readonly}", markup=False)
     console.print("Pipeline: `pathwatch pipeline status`; stop everything with `pathwatch pipeline stop && "
                   "pathwatch stack down`.", markup=False)
     return 0
+
+
+def demo_folder(parent: Path, options: DemoOptions, now: datetime | None = None) -> Path:
+    """The folder of this demo's mesh: the one an earlier run made, else a new one ending now.
+
+    The simulated period ends at midnight (UTC) today, so that the dashboards' "last month" shows it.
+
+    >>> import tempfile
+    >>> parent = Path(tempfile.mkdtemp())
+    >>> demo_folder(parent, DemoOptions(days=21), datetime(2026, 11, 22, 9, 30, tzinfo=timezone.utc)).name
+    'seed-2026-7h-21d-from-2026-11-01'
+    >>> (parent / "seed-2026-7h-21d-from-2026-10-01").mkdir()
+    >>> demo_folder(parent, DemoOptions(days=21)).name
+    'seed-2026-7h-21d-from-2026-10-01'
+    """
+    prefix = f"seed-{options.seed}-{options.hosts}h-{options.days}d-from-"
+    earlier = sorted(parent.glob(prefix + "*")) if parent.exists() else []
+    if earlier:
+        return earlier[-1]
+    today = (now or datetime.now(timezone.utc)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return parent / f"{prefix}{(today - timedelta(days=options.days)):%Y-%m-%d}"
 
 
 def _simulate_and_publish(folder: Path, options: DemoOptions, settings, err: Console) -> None:
@@ -67,7 +97,8 @@ def _simulate_and_publish(folder: Path, options: DemoOptions, settings, err: Con
         err.print(f"  already published ({marker}); showing the results again", markup=False)
         return
     if not (folder / "raw.jsonl").exists():
-        code = run_simulate(folder, seed=options.seed, hosts=options.hosts, days=options.days, start=None, console=err)
+        start = folder.name.rsplit("-from-", 1)[1] + "T00:00:00Z"
+        code = run_simulate(folder, seed=options.seed, hosts=options.hosts, days=options.days, start=start, console=err)
         if code != 0:
             raise RuntimeError(f"simulation into {folder} failed (exit {code})")
     items = list(read_items((folder / "raw.jsonl").read_bytes()))
@@ -82,24 +113,13 @@ def _simulate_and_publish(folder: Path, options: DemoOptions, settings, err: Con
 
 
 def _wait_caught_up(settings, timeout_s: float, err: Console) -> None:
-    from pathwatch.streaming.pipeline import JOBS, job_lag, status
+    from pathwatch.streaming.pipeline import wait_caught_up
 
-    deadline = time.monotonic() + timeout_s
-    settled = 0
     with err.status("  ...") as spinner:
-        while time.monotonic() < deadline:
-            lags = {name: job_lag(settings, name) for name in JOBS}
-            spinner.update("  unprocessed messages: " + ", ".join(f"{n} {lag if lag is not None else '?'}"
-                                                                  for n, lag in lags.items()))
-            stopped = [job.name for job in status(settings) if not job.running]
-            if stopped:
-                raise RuntimeError(f"pipeline job(s) {', '.join(stopped)} stopped; see {settings.home}/logs/pipeline-*.log")
-            settled = settled + 1 if all(lag == 0 for lag in lags.values()) else 0
-            if settled >= 2:  # twice in a row: the store job has also written what detect emitted last
-                err.print("  caught up: every message processed", markup=False)
-                return
-            time.sleep(2)
-    raise RuntimeError(f"the pipeline did not catch up within {timeout_s:.0f} s; see `pathwatch pipeline status`")
+        # twice in a row: the store job has also written what detect emitted last
+        wait_caught_up(settings, timeout_s, lambda lags: spinner.update(
+            "  unprocessed messages: " + ", ".join(f"{n} {lag if lag is not None else '?'}" for n, lag in lags.items())))
+    err.print("  caught up: every message processed", markup=False)
 
 
 def _report(folder: Path, settings, console: Console) -> None:

@@ -37,3 +37,7 @@ def require_tool(name: str) -> str:
     if path is None:
         pytest.fail(f"{name} is not installed; run ./run setup (it installs the tools the tests use)")
     return path
+
+
+# The one stream through the real pipeline (session-scoped), for the pipeline and dashboard tests.
+from tests.stack.streamed import stream  # noqa: E402,F401

@@ -72,7 +72,10 @@ def home() -> Path:
     (home / "pathwatch.toml").write_text("".join(
         f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
         for table, values in PORTS.items()))
-    pathwatch(home, "stack", "down")  # leftovers of an interrupted run, by their pid files
+    # The session's pipeline stream (tests/stack/streamed.py) may have left jobs on this stack;
+    # then leftovers of an interrupted run, by their pid files.
+    subprocess.run([*CLI, "pipeline", "stop"], env=_environment(home), cwd=REPO, capture_output=True, timeout=300)
+    pathwatch(home, "stack", "down")
     try:
         _timed("first up" if not (home / "installed").exists() else "up (installs cached)", home, "stack", "up")
         yield home

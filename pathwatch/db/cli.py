@@ -1,12 +1,13 @@
-"""``pathwatch db migrate | retention``."""
+"""``pathwatch db migrate | hosts | retention``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(help="The pipeline's TimescaleDB: schema migrations and retention.", no_args_is_help=True)
+app = typer.Typer(help="The pipeline's TimescaleDB: schema migrations, the mesh's hosts, retention.", no_args_is_help=True)
 
 
 def _url(url: str | None) -> str:
@@ -34,6 +35,23 @@ def migrate(
     new = [a for a in applied if a.newly]
     err.print(f"database at migration {applied[-1].version:03d} ({len(new)} applied now, "
               f"{len(applied) - len(new)} already in place)", markup=False)
+
+
+@app.command()
+def hosts(
+    mesh: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A collector mesh YAML or a simulator mesh.json.")],
+    url: Annotated[Optional[str], typer.Option("--url", envvar="PATHWATCH_DATABASE_URL", help="Database DSN (owner role); default: the stack's.")] = None,
+) -> None:
+    """Record each host of a mesh file with its site (the dashboards' site filter reads them)."""
+    from pathwatch.db.hosts import read_hosts, upsert_hosts
+    from pathwatch.ingest.mesh import MeshError
+
+    try:
+        rows = read_hosts(mesh)
+    except (MeshError, KeyError, ValueError) as error:
+        typer.echo(f"error: {mesh}: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{upsert_hosts(_url(url), rows)} hosts recorded from {mesh}", err=True)
 
 
 @app.command()

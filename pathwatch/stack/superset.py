@@ -4,8 +4,9 @@ The admin's password is $PATHWATCH_SUPERSET_PASSWORD, else generated once; the F
 SECRET_KEY is generated once; both stay in the state directory's ``secrets/`` (mode 600).
 The configuration file is the one docker-compose.yml uses too
 (assets/superset/superset_config.py): it takes secrets and paths from the environment.
-The TimescaleDB of the stack is registered as the Superset database ``pathwatch``, through
-its read-only role.
+Once it answers, the dashboards bundle (dashboards/bundle/) is imported: the TimescaleDB of the
+stack as the Superset database ``pathwatch`` (through its read-only role) and every dataset,
+chart and dashboard on it.
 """
 
 from __future__ import annotations
@@ -114,20 +115,23 @@ class Superset(Component):
             return False
 
     def after_ready(self, step: Step) -> None:
+        """Import the dashboards bundle (its database is the TimescaleDB, through the read-only role)."""
+        from pathwatch.dashboards.bundle import BUNDLE
+        from pathwatch.dashboards.deploy import Target, import_bundle
         from pathwatch.stack.timescale import TimescaleDB
 
         database = TimescaleDB(self.config)
         uri = database.readonly_url or database.url
-        if self.stamped("database", uri):
+        key = uri + "".join(p.read_text() for p in sorted(BUNDLE.rglob("*.yaml")))
+        if self.stamped("dashboards", key):
             return
-        step("registering the TimescaleDB")
-        self._superset("registering the TimescaleDB", "set-database-uri", "--database_name", DATABASE_NAME,
-                       "--uri", uri.replace("postgresql://", "postgresql+psycopg2://", 1))
-        self.stamp("database", uri)
+        step("importing the dashboards")
+        import_bundle(Target(self.url, self.config.superset_admin, self.password, uri))
+        self.stamp("dashboards", key)
 
     def data_paths(self) -> list[Path]:
         return [self.paths.superset_data, self._stamp("metadata"), self._stamp("admin-password"),
-                self._stamp("database")]
+                self._stamp("dashboards")]
 
     def status(self) -> ComponentStatus:
         info = {"url": self.url, "admin_user": self.config.superset_admin, "admin_password": self.password,

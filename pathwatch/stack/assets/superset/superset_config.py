@@ -11,3 +11,6 @@ DATA_DIR = os.environ["SUPERSET_HOME"]
 # Plain http (127.0.0.1, or behind a proxy that terminates TLS): no HTTPS redirects.
 TALISMAN_ENABLED = False
 WTF_CSRF_ENABLED = True
+# The dashboards' virtual datasets read the "Site (either end)" filter with Jinja
+# (filter_values('site', remove_filter=True)) to match a path by either end's site.
+FEATURE_FLAGS = {"ENABLE_TEMPLATE_PROCESSING": True}

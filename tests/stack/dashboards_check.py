@@ -1,0 +1,123 @@
+"""What a chart should show, asked of the database directly; and a Chromium session on Superset.
+
+``expected_rows`` counts the rows a chart's query can see (its dataset's SQL, its own WHERE,
+the filters the dashboard applied and the time window) with plain SQL, so that a chart that
+comes back empty is only accepted when there really is nothing to show.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def base_sql(dataset: dict[str, Any]) -> str:
+    """The dataset's SQL without its Jinja site clause (the tests apply no site filter)."""
+    return dataset["sql"].split("{%", 1)[0]
+
+
+def expected_rows(database_url: str, dataset: dict[str, Any], where: str = "",
+                  filters: list[dict[str, Any]] = (), window: tuple[float, float] | None = None) -> int:
+    """Rows the chart's query could return, by SQL on the same views."""
+    import psycopg
+    from psycopg import sql
+
+    clauses, args = [], []
+    if where:
+        clauses.append(sql.SQL("(" + where + ")"))
+    for flt in filters:
+        if flt["op"] == "IN":
+            clauses.append(sql.SQL("{} = ANY(%s)").format(sql.Identifier(flt["col"])))
+            args.append(list(flt["val"]))
+        elif flt["op"] == "==":
+            clauses.append(sql.SQL("{} = %s").format(sql.Identifier(flt["col"])))
+            args.append(flt["val"])
+        elif flt["op"] != "TEMPORAL_RANGE":
+            raise AssertionError(f"filter op {flt['op']} not understood by the test")
+    if window and dataset.get("main_dttm_col"):
+        clauses.append(sql.SQL("{} >= %s AND {} < %s").format(sql.Identifier(dataset["main_dttm_col"]),
+                                                               sql.Identifier(dataset["main_dttm_col"])))
+        args += [datetime.fromtimestamp(window[0] / 1000, timezone.utc),
+                 datetime.fromtimestamp(window[1] / 1000, timezone.utc)]
+    query = sql.SQL("SELECT count(*) FROM ({}) d").format(sql.SQL(base_sql(dataset)))
+    if clauses:
+        query = query + sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses)
+    with psycopg.connect(database_url) as connection:
+        return connection.execute(query, args).fetchone()[0]
+
+
+class Browser:
+    """Chromium through Playwright, logged in to Superset, recording every chart-data answer."""
+
+    def __init__(self, url: str, user: str, password: str, shots: Path):
+        from playwright.sync_api import sync_playwright
+
+        self.url, self.shots = url.rstrip("/"), shots
+        shots.mkdir(parents=True, exist_ok=True)
+        self._playwright = sync_playwright().start()
+        self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        self.page = self._browser.new_page(viewport={"width": 1680, "height": 1050})
+        # Only Superset itself: web fonts or tiles from the internet would stall the page.
+        self.page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(self.url)
+                        or route.request.url.startswith("data:") else route.abort())
+        self.answers: list[dict[str, Any]] = []
+        self.page.on("response", self._record)
+        self.page.goto(f"{self.url}/login/")
+        self.page.fill("input#username, input[name=username]", user)
+        self.page.fill("input#password, input[name=password]", password)
+        self.page.keyboard.press("Enter")
+        self.page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
+
+    def _record(self, response) -> None:
+        if "/api/v1/chart/data" not in response.url or response.request.method != "POST":
+            return
+        try:
+            body = response.json()
+        except Exception as error:  # noqa: BLE001 - an unreadable answer is itself the finding
+            body = {"unreadable": repr(error)}
+        self.answers.append({"request": response.request.post_data_json, "status": response.status, "body": body})
+
+    def open_dashboard(self, slug: str, charts: int, timeout_s: float = 120) -> list[dict[str, Any]]:
+        """Open a dashboard, scroll through it until ``charts`` chart-data answers came; returns them."""
+        import time
+
+        self.answers = []
+        self.page.goto(f"{self.url}/superset/dashboard/{slug}/")
+        deadline = time.monotonic() + timeout_s
+        while len({_slice_id(a) for a in self.answers}) < charts and time.monotonic() < deadline:
+            self.page.mouse.wheel(0, 600)
+            self.page.wait_for_timeout(500)
+        self.page.wait_for_load_state("networkidle")
+        self.page.evaluate("window.scrollTo(0, 0)")
+        self.page.wait_for_timeout(1500)  # charts draw after their data arrives
+        return list(self.answers)
+
+    def screenshot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def chart_errors(self) -> list[str]:
+        """Texts of error alerts shown inside chart holders."""
+        return self.page.eval_on_selector_all(
+            "[data-test='dashboard-component-chart-holder'] [role='alert'], "
+            "[data-test='dashboard-component-chart-holder'] .alert-danger",
+            "nodes => nodes.map(n => n.innerText.trim()).filter(Boolean)")
+
+    def close(self) -> None:
+        self._browser.close()
+        self._playwright.stop()
+
+
+def _slice_id(answer: dict[str, Any]) -> int | None:
+    request = answer.get("request") or {}
+    return (request.get("form_data") or {}).get("slice_id")
+
+
+def slice_id(answer: dict[str, Any]) -> int | None:
+    return _slice_id(answer)

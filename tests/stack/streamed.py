@@ -1,0 +1,207 @@
+"""One stream through the real pipeline on the test stack, shared by the pipeline and dashboard tests.
+
+The stack and jobs start once per test session (fixture ``stream``, session-scoped, imported by
+tests/conftest.py); the pipeline tests check what it did, the dashboard tests look at the result.
+
+The stream: a simulated mesh published in two halves with the jobs killed (SIGKILL, whole
+process groups) in between while they are busy, then restarted from their checkpoints; a
+batch of bad inputs (malformed JSON, unknown format, missing fields, absurd values, duplicates,
+a record far older than what the detectors already analysed, mildly out-of-order records);
+finally one record per path far enough ahead to move the watermark past the data, so the
+streaming detectors have judged exactly the span `pathwatch detect --until` judges.
+
+The simulated mesh ends at midnight today, so the dashboards' default "last month" shows it.
+Uses the test stack (own home and ports, see test_stack_integration.py), fresh topics per run
+(PATHWATCH_TOPIC_* with a run id) and emptied tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import uuid
+from datetime import date, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pathwatch.stack import config as stack_config
+from tests.test_stack_integration import CLI, PORTS, REPO, _home
+
+TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_hops", "anomalies", "dead_letters",
+          "path_hourly", "path_daily")
+RUN = uuid.uuid4().hex[:8]
+TOPICS = {f"PATHWATCH_TOPIC_{role.upper()}": f"test-{RUN}.{role}" for role in ("raw", "records", "anomalies", "deadletters")}
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
+    env.update(PATHWATCH_HOME=str(home), **TOPICS)
+    return env
+
+
+def cli(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    result = subprocess.run([*CLI, *args], env=_env(home), cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        pytest.fail(f"pathwatch {' '.join(args)} exited {result.returncode}:\n{result.stderr[-4000:]}\n{result.stdout[-2000:]}")
+    return result
+
+
+def _settings(home: Path):
+    from pathwatch.streaming.settings import from_stack
+
+    return from_stack(stack_config.resolve(home=home, environ=_env(home)))
+
+
+def _wait_caught_up(settings, timeout: float = 600) -> None:
+    from pathwatch.streaming.pipeline import PipelineError, wait_caught_up
+
+    try:
+        wait_caught_up(settings, timeout, settle=3)
+    except PipelineError as error:
+        pytest.fail(str(error))
+
+
+def _publish(settings, messages: list[bytes]) -> None:
+    from pathwatch.ingest.publish import RawPublisher, path_key
+
+    with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
+        for body in messages:
+            try:
+                key = path_key(orjson.loads(body))
+            except orjson.JSONDecodeError:
+                key = None
+            publisher.send(body, key)
+
+
+def _kill_jobs(settings) -> list[int]:
+    from pathwatch.streaming.pipeline import status
+
+    pids = [job.pid for job in status(settings) if job.running]
+    for pid in pids:
+        os.killpg(pid, signal.SIGKILL)  # each job leads its own session: Python and its JVM
+    for pid in pids:
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+    return pids
+
+
+def _rows(settings, sql: str, args=()) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(settings.database_url) as connection:
+        return connection.execute(sql, args).fetchall()
+
+
+# --- the stream ----------------------------------------------------------------------------------
+
+def _bad_messages(good: list[bytes]) -> dict[str, list[bytes]]:
+    """Bad inputs by what is wrong with them, built from real envelopes of the simulation."""
+    envelopes = [orjson.loads(body) for body in good]
+    iperf = next(e for e in envelopes if e["format"] == "iperf3")
+    missing = json.loads(json.dumps(iperf))
+    del missing["payload"]["end"]
+    absurd = json.loads(json.dumps(iperf))
+    absurd["payload"]["start"]["timestamp"]["timesecs"] = -5  # a run before 1970
+    no_time = {key: value for key, value in iperf.items() if key != "collected_at"}
+    return {
+        "malformed JSON": [b'{"format": "iperf3", "payload": {"start": ', b"\xff\xfe not even text"],
+        "unknown format": [orjson.dumps({**iperf, "format": "netflow-v9"})],
+        "missing fields": [orjson.dumps(missing), orjson.dumps({"format": "iperf3", "source": "a"})],
+        "absurd values": [orjson.dumps(absurd)],
+        "no time": [orjson.dumps({**no_time, "payload": "PING x (10.0.0.1) 56(84) bytes of data.\n"})],
+    }
+
+
+@pytest.fixture(scope="session")
+def stream(tmp_path_factory):
+    from pathwatch.streaming.normalise import DEAD, Origin, normalise
+
+    home = _home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pathwatch.toml").write_text("".join(
+        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
+        for table, values in PORTS.items()))
+    cli(home, "stack", "down")
+    cli(home, "stack", "up", timeout=1500)
+    try:
+        settings = _settings(home)
+        cli(home, "db", "migrate")
+        import psycopg
+
+        with psycopg.connect(settings.database_url, autocommit=True) as connection:
+            connection.execute(f"TRUNCATE {', '.join(TABLES)}")
+        sim = tmp_path_factory.mktemp("sim")
+        start = (date.today() - timedelta(days=5)).isoformat() + "T00:00:00Z"
+        cli(home, "simulate", "--out", str(sim), "--seed", "515", "--hosts", "7", "--days", "5", "--start", start)
+        cli(home, "db", "hosts", str(sim / "mesh.json"))
+        early = tmp_path_factory.mktemp("early")
+        cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "7", "--days", "4",
+            "--start", "2025-12-01T00:00:00Z")
+        data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
+        # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
+        rng = random.Random(515)
+        for start in range(0, len(data), 8):
+            chunk = data[start:start + 8]
+            rng.shuffle(chunk)
+            data[start:start + 8] = chunk
+        duplicates = data[100:120]
+        late = [line for line in (early / "raw.jsonl").read_bytes().splitlines()
+                if b'"iperf3"' in line][:1]
+        bad = _bad_messages(data)
+        half = len(data) // 2
+
+        cli(home, "pipeline", "start", "--fresh")
+        _publish(settings, data[:half])
+        # Kill while busy: once the store job has written something, before everything is processed.
+        from pathwatch.streaming.pipeline import job_lag
+
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            written = _rows(settings, "SELECT count(*) FROM latency")[0][0]
+            if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")):
+                break
+            time.sleep(0.5)
+        killed = _kill_jobs(settings)
+        cli(home, "pipeline", "start")  # resumes from the retained checkpoints
+        _publish(settings, data[half:] + duplicates)
+        _wait_caught_up(settings)
+        _publish(settings, [body for bodies in bad.values() for body in bodies] + late)
+        # One record per path ahead of the data by more than the ordering delay moves the
+        # watermark past the end of the data on every partition.
+        from pathwatch.models.observe import epoch
+
+        records = [r for body in data for r in normalise(body, Origin("x", 0, 0), 0) if r.target != DEAD]
+        data_end = max(epoch(r.value["time"]) for r in records)
+        tails = _tails(data, data_end + settings.ordering_delay_s + 1)
+        _publish(settings, tails)
+        _wait_caught_up(settings)
+        yield {"home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
+               "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim}
+    finally:
+        subprocess.run([*CLI, "pipeline", "stop"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
+        subprocess.run([*CLI, "stack", "down"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
+
+
+def _tails(data: list[bytes], at: float) -> list[bytes]:
+    """One tracepath envelope per path at ``at`` (tracepath text has no time: collected_at is its time)."""
+    from datetime import datetime, timezone
+
+    from pathwatch.contract.timefmt import format_utc
+
+    paths = {(e.get("source"), e.get("destination")) for e in map(orjson.loads, data)}
+    stamp = format_utc(datetime.fromtimestamp(at, tz=timezone.utc))
+    text = (" 1?: [LOCALHOST]                      pmtu 1500\n"
+            " 1:  192.0.2.1                                          0.500ms reached\n"
+            "     Resume: pmtu 1500 hops 1 back 1 \n")
+    return [orjson.dumps({"format": "tracepath", "source": source, "destination": destination,
+                          "collected_at": stamp, "payload": text}) for source, destination in sorted(paths)]

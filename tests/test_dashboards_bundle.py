@@ -1,0 +1,151 @@
+"""The Superset bundle in dashboards/bundle/ hangs together: every reference resolves, every
+column and metric a chart uses exists in its dataset, and the import/export transforms invert."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+import io
+
+import pytest
+
+from pathwatch.dashboards.bundle import (URI_PLACEHOLDER, differences, for_superset, from_export, read_bundle,
+                                         zip_bundle)
+
+FILES = read_bundle()
+DATASETS = {str(d["uuid"]): d for p, d in FILES.items() if p.startswith("datasets/")}
+CHARTS = {p: d for p, d in FILES.items() if p.startswith("charts/")}
+DASHBOARDS = {p: d for p, d in FILES.items() if p.startswith("dashboards/")}
+KINDS = ("route_change", "diurnal_saturation", "rising_loss", "mtu_blackhole", "window_limited", "throughput_drop",
+         "latency_shift", "loss_step", "clock_error", "unreachable", "no_data")
+
+
+def _columns(dataset):
+    return {c["column_name"] for c in dataset["columns"]}
+
+
+def _metrics(dataset):
+    return {m["metric_name"] for m in dataset["metrics"]}
+
+
+def _chart_columns(chart) -> set[str]:
+    """Every dataset column a chart's params or queries name."""
+    params, names = chart["params"], set()
+    for key in ("x_axis", "y_axis", "series", "start_time", "end_time"):
+        if isinstance(params.get(key), str):
+            names.add(params[key])
+    for key in ("groupby", "all_columns", "tooltip_columns"):
+        value = params.get(key) or []
+        names.update([value] if isinstance(value, str) else value)
+    for entry in params.get("order_by_cols", []):
+        names.add(json.loads(entry)[0])
+    for flt in params.get("adhoc_filters", []):
+        if flt["expressionType"] == "SIMPLE":
+            names.add(flt["subject"])
+    for query in chart["query_context"]["queries"]:
+        for column in query["columns"]:
+            names.add(column["sqlExpression"] if isinstance(column, dict) else column)
+        for flt in query["filters"]:
+            names.add(flt["col"])
+    return names
+
+
+def test_there_are_the_six_dashboards_an_analyst_asked_for():
+    assert {d["slug"] for d in DASHBOARDS.values()} == {
+        "mesh-overview", "anomalies", "path-explorer", "route-changes", "loss-trends", "daily-patterns"}
+
+
+def test_uuids_are_unique():
+    uuids = [str(d["uuid"]) for p, d in FILES.items() if "uuid" in d]
+    assert len(uuids) == len(set(uuids))
+
+
+def test_every_dataset_is_on_the_bundle_database():
+    databases = {str(d["uuid"]) for p, d in FILES.items() if p.startswith("databases/")}
+    assert FILES["databases/pathwatch.yaml"]["sqlalchemy_uri"] == URI_PLACEHOLDER
+    assert all(str(d["database_uuid"]) in databases for d in DATASETS.values())
+
+
+@pytest.mark.parametrize("path", sorted(CHARTS))
+def test_chart_uses_only_columns_and_metrics_of_its_dataset(path):
+    chart = CHARTS[path]
+    dataset = DATASETS[str(chart["dataset_uuid"])]
+    missing = _chart_columns(chart) - _columns(dataset)
+    assert not missing, f"{path}: columns not in dataset {dataset['table_name']}: {sorted(missing)}"
+    params = chart["params"]
+    used = set(params.get("metrics") or []) | ({params["metric"]} if params.get("metric") else set())
+    assert used <= _metrics(dataset), f"{path}: metrics not in dataset {dataset['table_name']}"
+
+
+@pytest.mark.parametrize("path", sorted(CHARTS))
+def test_saved_query_asks_for_what_the_chart_shows(path):
+    chart = CHARTS[path]
+    params, (query,) = chart["params"], chart["query_context"]["queries"]
+    shown = list(params.get("metrics") or []) + ([params["metric"]] if params.get("metric") else [])
+    assert query["metrics"] == shown
+    if params.get("query_mode") == "raw":
+        assert query["columns"] == params["all_columns"]
+    names = [c["sqlExpression"] if isinstance(c, dict) else c for c in query["columns"]]
+    for key in ("x_axis", "y_axis", "start_time", "end_time"):
+        if params.get(key):
+            assert params[key] in names, f"{path}: {key} {params[key]} is not queried"
+    assert query["row_limit"] == params["row_limit"]
+
+
+def test_every_chart_is_on_a_dashboard_and_every_dashboard_chart_exists():
+    chart_uuids = {str(c["uuid"]) for c in CHARTS.values()}
+    placed = set()
+    for path, dashboard in DASHBOARDS.items():
+        for item in dashboard["position"].values():
+            if isinstance(item, dict) and item.get("type") == "CHART":
+                assert str(item["meta"]["uuid"]) in chart_uuids, f"{path}: {item['id']} names no chart"
+                placed.add(str(item["meta"]["uuid"]))
+    assert placed == chart_uuids
+
+
+@pytest.mark.parametrize("path", sorted(DASHBOARDS))
+def test_dashboard_has_the_filters_an_analyst_expects(path):
+    filters = DASHBOARDS[path]["metadata"]["native_filter_configuration"]
+    by_name = {f["name"]: f for f in filters}
+    assert {"Time range", "Source", "Destination", "Site (either end)", "Anomaly kind"} <= set(by_name)
+    for flt in filters:
+        for target in flt["targets"]:
+            if target:
+                dataset = DATASETS[str(target["datasetUuid"])]
+                assert target["column"]["name"] in _columns(dataset)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FILES if p.startswith("datasets/")))
+def test_path_datasets_honour_the_site_filter(path):
+    dataset = FILES[path]
+    if {"source_site", "destination_site"} <= _columns(dataset):
+        assert "filter_values('site', remove_filter=True)" in dataset["sql"]
+
+
+def test_import_form_round_trips_through_an_export_zip():
+    payload = for_superset(FILES, "postgresql+psycopg2://ro:XXXXXXXXXX@db:5432/pathwatch")
+    chart = json.loads(__import__("yaml").safe_load(payload["charts/open_total.yaml"])["query_context"])
+    assert chart["form_data"] == FILES["charts/open_total.yaml"]["params"]
+    archive = zip_bundle(payload)
+    with zipfile.ZipFile(io.BytesIO(archive)) as handle:
+        assert all(name.startswith("pathwatch_dashboards/") for name in handle.namelist())
+    assert differences(FILES, from_export(archive)) == []
+
+
+def test_export_leaves_out_other_databases_and_their_charts():
+    payload = for_superset(FILES, "postgresql+psycopg2://ro:XXXXXXXXXX@db:5432/pathwatch")
+    payload["databases/other.yaml"] = "database_name: other\nuuid: 00000000-0000-0000-0000-000000000001\n" \
+                                      "sqlalchemy_uri: sqlite://\n"
+    payload["datasets/other/t.yaml"] = "table_name: t\nuuid: 00000000-0000-0000-0000-000000000002\n" \
+                                       "database_uuid: 00000000-0000-0000-0000-000000000001\n"
+    exported = from_export(zip_bundle(payload), {str(FILES["databases/pathwatch.yaml"]["uuid"])})
+    assert differences(FILES, exported) == []
+
+
+def test_anomaly_kinds_in_chart_filters_are_real_kinds():
+    for path, chart in CHARTS.items():
+        for flt in chart["params"]["adhoc_filters"]:
+            text = flt.get("sqlExpression") or ""
+            for word in text.replace("(", " ").replace(")", " ").replace(",", " ").split():
+                if word.startswith("'") and "_" in word:
+                    assert word.strip("'") in KINDS, f"{path}: unknown kind {word}"
