@@ -47,12 +47,14 @@ def check(value: Any, kind: type | tuple[type, ...], field: str) -> Any:
 
 def obj(value: Any, field: str) -> dict:
     """``value`` as a JSON object."""
+    if value.__class__ is dict:
+        return value
     return check(value, dict, field)
 
 
 def _plain(value: Any, kind: type | tuple[type, ...]) -> bool:
-    """Fast path: ``value`` is a ``kind`` and not a bool standing in for a number."""
-    return isinstance(value, kind) and value.__class__ is not bool
+    """Fast path: ``value`` is exactly ``kind``, or a ``kind`` that is not a bool standing in for a number."""
+    return value.__class__ is kind or (isinstance(value, kind) and value.__class__ is not bool)
 
 
 def need(container: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -87,7 +89,12 @@ def _finite(value: Any, field: str) -> float | int:
 
 def number(container: Any, key: str, where: str, *, required: bool = True, minimum: float | None = None) -> Any:
     """A finite int or float at ``container[key]``; ``None`` when optional and absent."""
-    if not isinstance(container, dict):
+    if container.__class__ is dict:  # fast path for a plain number
+        value = container.get(key)
+        kind = value.__class__
+        if (kind is int or (kind is float and math.isfinite(value))) and (minimum is None or value >= minimum):
+            return value
+    elif not isinstance(container, dict):
         raise ParseError(where or None, f"expected an object, got {type(container).__name__}")
     value = container.get(key)
     if value is None:
@@ -104,6 +111,10 @@ def number(container: Any, key: str, where: str, *, required: bool = True, minim
 
 def integer(container: Any, key: str, where: str, *, required: bool = True, minimum: int | None = 0) -> int | None:
     """A whole number (an integral float such as ``3.0`` is accepted) at ``container[key]``."""
+    if container.__class__ is dict:  # fast path for a plain int
+        value = container.get(key)
+        if value.__class__ is int and (minimum is None or value >= minimum):
+            return value
     value = number(container, key, where, required=required, minimum=minimum)
     if value is None:
         return None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import statistics
+from bisect import bisect_left
+from itertools import accumulate
+from operator import mul
 
 
 def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
@@ -37,26 +40,24 @@ def histogram_stats(histogram: dict[float, int]) -> dict[str, float | None]:
     >>> histogram_stats({1.0: 2, 2.0: 1, 10.0: 1})["delay_median_ms"]
     1.5
     """
-    buckets = sorted((value, count) for value, count in histogram.items() if count > 0)
-    total = sum(count for _, count in buckets)
-    if not total:
+    buckets = sorted(item for item in histogram.items() if item[1] > 0)
+    if not buckets:
         return delay_stats([])
+    values = [value for value, _ in buckets]
+    counts = [count for _, count in buckets]
+    seen = list(accumulate(counts))  # seen[i]: samples up to and including bucket i
+    total = seen[-1]
 
     def rank(position: int) -> float:  # value of the position-th smallest sample, 1-based
-        seen = 0
-        for value, count in buckets:
-            seen += count
-            if seen >= position:
-                return value
-        return buckets[-1][0]
+        return values[bisect_left(seen, position)]
 
     median = rank((total + 1) // 2) if total % 2 else (rank(total // 2) + rank(total // 2 + 1)) / 2
     p95 = rank(max(1, -(-95 * total // 100)))
     return {
-        "delay_min_ms": buckets[0][0],
+        "delay_min_ms": values[0],
         "delay_median_ms": median,
-        "delay_mean_ms": sum(value * count for value, count in buckets) / total,
+        "delay_mean_ms": sum(map(mul, values, counts)) / total,
         "delay_p95_ms": p95,
-        "delay_max_ms": buckets[-1][0],
+        "delay_max_ms": values[-1],
         "jitter_ms": max(0.0, p95 - median),
     }

@@ -17,6 +17,7 @@ swaps source and destination so that the record's source always sends.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import isodate
@@ -33,6 +34,8 @@ from ._stats import histogram_stats
 SUPPORTED_TYPES = ("throughput", "latency", "latencybg", "trace")
 _KIND = {"throughput": "throughput", "latency": "latency", "latencybg": "latency", "trace": "trace"}
 _US_PER_MS = 1000.0
+# The durations pscheduler writes (``PT0.000346S``): whole seconds and microseconds, read without isodate.
+_SECONDS = re.compile(r"PT(\d{1,6})(?:\.(\d{1,6}))?S", re.ASCII)
 
 
 def _bare_type(result: dict) -> str | None:
@@ -104,6 +107,14 @@ def _time(run: dict, where: str, ctx: Context) -> str | None:
 
 
 def _duration_ms(value: Any, field: str) -> float:
+    """Milliseconds of an ISO 8601 duration, to the microsecond as isodate's timedelta has it.
+
+    >>> _duration_ms("PT0.25S", "rtt"), _duration_ms("PT1M0.5S", "rtt")
+    (250.0, 60500.0)
+    """
+    if value.__class__ is str and (seconds := _SECONDS.fullmatch(value)):
+        whole, fraction = seconds.groups()
+        return (int(whole) * 1_000_000 + int((fraction or "").ljust(6, "0"))) / 1_000_000 * 1000.0
     try:
         return isodate.parse_duration(check(value, str, field)).total_seconds() * 1000.0
     except (isodate.ISO8601Error, ValueError, AttributeError) as error:
@@ -167,13 +178,17 @@ def _latency(result: dict, where: str) -> dict[str, Any]:
             value = float(bucket)
         except ValueError:
             raise ParseError(join(hist_where, bucket), "bucket is not a number of milliseconds") from None
-        histogram[value] = integer({bucket: count}, bucket, hist_where)
+        if count.__class__ is not int or count < 0:  # anything but a plain count is checked as integer() does
+            count = integer({bucket: count}, bucket, hist_where)
+        histogram[value] = count
     ttls = []
     ttl_where = where + ".histogram-ttl"
     for ttl, count in opt(result, "histogram-ttl", dict, where, {}).items():
         if not ttl.isdigit():
             raise ParseError(join(ttl_where, ttl), "TTL is not a whole number")
-        if integer({ttl: count}, ttl, ttl_where):
+        if count.__class__ is not int or count < 0:
+            count = integer({ttl: count}, ttl, ttl_where)
+        if count:
             ttls.append(int(ttl))
     fields = {
         "one_way": True,
