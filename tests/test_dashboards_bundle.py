@@ -149,3 +149,11 @@ def test_anomaly_kinds_in_chart_filters_are_real_kinds():
             for word in text.replace("(", " ").replace(")", " ").replace(",", " ").split():
                 if word.startswith("'") and "_" in word:
                     assert word.strip("'") in KINDS, f"{path}: unknown kind {word}"
+
+
+def test_dashboard_layouts_name_charts_as_the_charts_do():
+    names = {str(c["uuid"]): c["slice_name"] for c in CHARTS.values()}
+    for path, dashboard in DASHBOARDS.items():
+        for item in dashboard["position"].values():
+            if isinstance(item, dict) and item.get("type") == "CHART":
+                assert item["meta"]["sliceName"] == names[str(item["meta"]["uuid"])], path

@@ -83,18 +83,26 @@ class Browser:
         self.answers.append({"request": response.request.post_data_json, "status": response.status, "body": body})
 
     def open_dashboard(self, slug: str, charts: int, timeout_s: float = 120) -> list[dict[str, Any]]:
-        """Open a dashboard, scroll through it until ``charts`` chart-data answers came; returns them."""
+        """Open a dashboard, wait for ``charts`` chart-data answers and for every chart to draw; returns the answers."""
         import time
 
         self.answers = []
         self.page.goto(f"{self.url}/superset/dashboard/{slug}/")
         deadline = time.monotonic() + timeout_s
-        while len({_slice_id(a) for a in self.answers}) < charts and time.monotonic() < deadline:
-            self.page.mouse.wheel(0, 600)
+        while len({_slice_id(a) for a in self.answers} - {None}) < charts and time.monotonic() < deadline:
             self.page.wait_for_timeout(500)
         self.page.wait_for_load_state("networkidle")
         self.page.evaluate("window.scrollTo(0, 0)")
-        self.page.wait_for_timeout(1500)  # charts draw after their data arrives
+        # Charts draw after their data arrives: wait until every holder is there and none still loads.
+        self.page.wait_for_function(
+            """n => {
+                const holders = document.querySelectorAll("[data-test='dashboard-component-chart-holder']");
+                const loading = document.querySelectorAll(
+                    "[data-test='dashboard-component-chart-holder'] [data-test='loading-indicator'], "
+                    + "[data-test='dashboard-component-chart-holder'] .loading");
+                return holders.length >= n && loading.length === 0;
+            }""", arg=charts, timeout=timeout_s * 1000)
+        self.page.wait_for_timeout(2000)  # ECharts animates its first draw
         return list(self.answers)
 
     def screenshot(self, name: str) -> Path:

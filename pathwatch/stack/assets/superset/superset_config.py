@@ -13,4 +13,6 @@ TALISMAN_ENABLED = False
 WTF_CSRF_ENABLED = True
 # The dashboards' virtual datasets read the "Site (either end)" filter with Jinja
 # (filter_values('site', remove_filter=True)) to match a path by either end's site.
-FEATURE_FLAGS = {"ENABLE_TEMPLATE_PROCESSING": True}
+# Dashboards draw every chart at once, not only those scrolled into view: a wall display shows
+# them all, and the browser test waits for them all.
+FEATURE_FLAGS = {"ENABLE_TEMPLATE_PROCESSING": True, "DASHBOARD_VIRTUALIZATION": False}
