@@ -9,6 +9,7 @@ plain Python values and pickle, which is what Flink keyed state and checkpoints 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -56,6 +57,10 @@ class Detector:
     # --- the interface the monitor calls -------------------------------------------------
     def observe(self, obs: Any) -> list[Anomaly]:
         raise NotImplementedError
+
+    def handlers(self) -> dict[type, Callable[[Any], list[Anomaly]]]:
+        """Methods that do what ``observe`` does for one observation type, so a monitor can skip the dispatch."""
+        return {}
 
     def deadline(self) -> float | None:
         return None

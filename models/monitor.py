@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pathwatch.models.anomaly import Anomaly
@@ -25,28 +26,54 @@ class PathMonitor:
         self.destination = destination
         self.detectors: list[Detector] = config.build(source, destination)
         self.timed = [d for d in self.detectors if d.timed]
-        # Detectors by the observation type they read, so each observation visits only its readers.
-        self.readers: dict[type, list[Detector]] = {}
         self.last_t: float | None = None
+        # Per observation type, the detector methods that read it (a cache, not pickled).
+        self.calls: dict[type, list[Callable[[Observation], list[Anomaly]]]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if key not in ("calls", "readers")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.pop("readers", None)    # the cache of earlier versions
+        self.calls = {}
 
     def observe_record(self, record: dict[str, Any]) -> list[Anomaly]:
         obs = observe(record)
         return [] if obs is None else self.observe(obs)
 
     def observe(self, obs: Observation) -> list[Anomaly]:
-        out = self.advance(obs.t, inclusive=False) if self.timed else []
-        readers = self.readers.get(type(obs))
-        if readers is None:
-            readers = self.readers[type(obs)] = [d for d in self.detectors if isinstance(obs, d.reads)]
-        for detector in readers:
-            out.extend(detector.observe(obs))
-        self.last_t = obs.t if self.last_t is None else max(self.last_t, obs.t)
+        t = obs.t
+        out = self.advance(t, inclusive=False) if self.timed and self._due_before(t) else []
+        calls = self.calls.get(type(obs))
+        if calls is None:
+            calls = self.calls[type(obs)] = self._calls_for(obs)
+        for call in calls:
+            found = call(obs)
+            if found:
+                out.extend(found)
+        last_t = self.last_t
+        self.last_t = t if last_t is None or t > last_t else last_t
         return out
+
+    def _calls_for(self, obs: Observation) -> list[Callable[[Observation], list[Anomaly]]]:
+        """What to call for an observation of this type: each reader's handler for it, else its ``observe``."""
+        kind = type(obs)
+        return [d.handlers().get(kind, d.observe) for d in self.detectors if isinstance(obs, d.reads)]
+
+    def _due_before(self, t: float) -> bool:
+        """Whether a deadline falls before ``t``: ``observe`` runs ``advance`` only when one does."""
+        due = self.deadline()
+        return due is not None and due < t
 
     def deadline(self) -> float | None:
         """The earliest time at which some detector must run without data (a timer to set)."""
-        times = [t for t in (d.deadline() for d in self.timed) if t is not None]
-        return min(times) if times else None
+        earliest = None
+        for detector in self.timed:
+            t = detector.deadline()
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+        return earliest
 
     def advance(self, now: float, *, inclusive: bool = True) -> list[Anomaly]:
         """Run every deadline up to ``now`` (before it, when not ``inclusive``), in time order."""

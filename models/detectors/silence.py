@@ -8,14 +8,13 @@ result was due. The next arrival of every overdue type closes it.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from statistics import median
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
+from pathwatch.models.window import SortedWindow
 
 _NAMES = {ThroughputObs: "throughput", LatencyObs: "latency", TraceObs: "trace"}
 
@@ -30,23 +29,19 @@ class SilenceParams(Params):
 
 
 class _Cadence:
-    __slots__ = ("last", "gaps", "_period")
+    __slots__ = ("last", "gaps")
 
     def __init__(self, history: int):
         self.last: float | None = None
-        self.gaps: deque[float] = deque(maxlen=history)
-        self._period: float | None = None
+        self.gaps = SortedWindow(history)
 
     def add_gap(self, gap: float) -> None:
         self.gaps.append(gap)
-        self._period = None
 
     def period(self, min_gaps: int) -> float | None:
         if len(self.gaps) < min_gaps:
             return None
-        if self._period is None:
-            self._period = median(self.gaps)
-        return self._period
+        return self.gaps.median()
 
 
 class SilenceDetector(Detector):
@@ -60,8 +55,10 @@ class SilenceDetector(Detector):
         super().__init__(source, destination, params)
         self.cadences: dict[str, _Cadence] = {}
         self.overdue: set[str] = set()
+        # When each type's next result is overdue (None: no cadence yet, or already overdue), and
+        # the earliest of them; an observation changes only its own type's.
+        self.dues: dict[str, float | None] = {}
         self._deadline: float | None = None
-        self._stale = False
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
@@ -70,16 +67,24 @@ class SilenceDetector(Detector):
             return None
         return cadence.last + max(self.p.misses * period, period + self.p.min_slack_s)
 
+    def _settle(self, kinds) -> None:
+        """Recompute the due times of ``kinds``, then the deadline (their minimum, as ``min`` takes it)."""
+        dues = self.dues
+        for kind in kinds:
+            dues[kind] = self._due(kind)
+        earliest = None
+        for t in dues.values():
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+        self._deadline = earliest
+
     def deadline(self) -> float | None:
-        if self._stale:
-            times = [t for t in map(self._due, self.cadences) if t is not None]
-            self._deadline, self._stale = (min(times) if times else None), False
         return self._deadline
 
     def on_time(self, now: float) -> list[Anomaly]:
         newly = [kind for kind in self.cadences if (due := self._due(kind)) is not None and due <= now]
         self.overdue.update(newly)
-        self._stale = True
+        self._settle(self.cadences)
         if not newly or self.is_open("no_data"):
             return []
         kinds = sorted(self.overdue)
@@ -99,19 +104,21 @@ class SilenceDetector(Detector):
 
     def observe(self, obs) -> list[Anomaly]:
         kind = _NAMES[type(obs)]
-        self._stale = True
+        t = obs.t
         cadence = self.cadences.get(kind)
         if cadence is None:
             cadence = self.cadences[kind] = _Cadence(self.p.history)
         out: list[Anomaly] = []
+        last = cadence.last
         if kind in self.overdue:
             self.overdue.discard(kind)
             if not self.overdue:
-                out = self.close("no_data", obs.t, {"resumed_at": from_epoch(obs.t)})
-        elif cadence.last is not None and obs.t > cadence.last:
-            cadence.add_gap(obs.t - cadence.last)
-        if cadence.last is None or obs.t > cadence.last:
-            cadence.last = obs.t
+                out = self.close("no_data", t, {"resumed_at": from_epoch(t)})
+        elif last is not None and t > last:
+            cadence.add_gap(t - last)
+        if last is None or t > last:
+            cadence.last = t
+        self._settle((kind,))
         return out
 
 
