@@ -19,17 +19,19 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from statistics import median
+from operator import itemgetter
 
 import numpy as np
-from scipy.stats import binom
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.significance import tail_exceeds
+from pathwatch.models.window import median
 
 DAY = 86400.0
+_LOST, _SENT = itemgetter(1), itemgetter(2)   # fields of an hourly bin (hour, lost, sent)
 
 
 @dataclass(frozen=True)
@@ -164,21 +166,29 @@ class LossDetector(Detector):
             if len(bins) < p.min_reference + 6:
                 return []
             reference, recent = bins[: p.min_reference], bins[p.min_reference:]
-        ref_lost = sum(b[1] for b in reference)
-        ref_sent = sum(b[2] for b in reference)
+        ref_lost = sum(map(_LOST, reference))
+        ref_sent = sum(map(_SENT, reference))
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
-        lost = sum(b[1] for b in after)
-        sent = sum(b[2] for b in after)
-        if sent == 0 or lost / sent < max(p.min_rate, 3 * p0) or binom.sf(lost - 1, sent, p0) > p.alpha:
-            return []
-        if len(after) < 4:
+        lost = sum(map(_LOST, after))
+        sent = sum(map(_SENT, after))
+        if sent == 0 or lost / sent < max(p.min_rate, 3 * p0) or len(after) < 4 or tail_exceeds(lost, sent, p0, p.alpha):
             return []
         half = len(after) // 2
-        lost1, sent1 = sum(b[1] for b in after[:half]), sum(b[2] for b in after[:half])
-        lost2, sent2 = sum(b[1] for b in after[half:]), sum(b[2] for b in after[half:])
+        lost1, sent1 = sum(map(_LOST, after[:half])), sum(map(_SENT, after[:half]))
+        lost2, sent2 = sum(map(_LOST, after[half:])), sum(map(_SENT, after[half:]))
         rate1, rate2 = lost1 / sent1, lost2 / sent2
+        # What each shape needs besides winning the likelihood race; when neither can win, the
+        # race (the costly ramp fit) is not run.
+        could_rise = rate2 > max(rate1, 2 * p0) and len(after) >= p.rise_hours
+        # A step is sustained: the typical hour after it (not a burst in one hour) carries the loss,
+        # and the second half is as lossy as the first.
+        typical = median(b[1] / b[2] for b in after if b[2])
+        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
+        could_step = sustained and len(after) >= p.step_hours and lost >= p.step_min_lost
+        if not (could_rise or could_step):
+            return []
         step_llr = _llr_step(after, p0)
         ramp_llr, ramp_start, slope = _llr_ramp(recent, p0)
         start = after[0][0] * 3600.0
@@ -188,8 +198,7 @@ class LossDetector(Detector):
             "hours": len(after), "packets_lost": lost, "packets_sent": sent,
             "step_llr": round(step_llr, 1), "ramp_llr": round(ramp_llr, 1),
         }
-        if (ramp_llr - step_llr >= p.shape_margin and slope > 0 and rate2 > max(rate1, 2 * p0)
-                and len(after) >= p.rise_hours):
+        if ramp_llr - step_llr >= p.shape_margin and slope > 0 and could_rise:
             self.loss_kind, self.reference_rate = "rising_loss", p0
             per_day = slope * DAY
             evidence["slope_pct_per_day"] = round(100 * per_day, 4)
@@ -200,12 +209,7 @@ class LossDetector(Detector):
                         f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
                 evidence=evidence,
             )
-        # A step is sustained: the typical hour after it (not a burst in one hour) carries the loss,
-        # and the second half is as lossy as the first.
-        typical = median(b[1] / b[2] for b in after if b[2])
-        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
-        if (step_llr - ramp_llr >= p.shape_margin and sustained and len(after) >= p.step_hours
-                and lost >= p.step_min_lost):
+        if step_llr - ramp_llr >= p.shape_margin and could_step:
             self.loss_kind, self.reference_rate = "loss_step", p0
             rate = lost / sent
             return self.open(
@@ -294,7 +298,7 @@ class LossDetector(Detector):
         usual = p.lag_outlier_rate
         if self.history_runs >= p.lag_runs // 2:
             usual = max(usual, self.history_degraded / self.history_runs)
-        if binom.sf(len(flags) - 1, n, usual) > p.lag_alpha or self._busy_hours(flags):
+        if tail_exceeds(len(flags), n, usual, p.lag_alpha) or self._busy_hours(flags):
             return []
         k = max(2, round(1 / frac))
         self.lag_open = True
