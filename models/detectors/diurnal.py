@@ -12,6 +12,7 @@ rest). It closes once ``quiet_days`` whole days pass without the trough.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -84,6 +85,36 @@ _WIDTHS = np.repeat(np.array(WIDTHS), 24)
 _STARTS = np.tile(np.arange(24), len(WIDTHS))
 
 
+def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
+    """The deepest trough :func:`busy_window` could find in these values, whatever their hours.
+
+    A window holding ``n`` values has an inside median no lower than the median of the ``n``
+    smallest values and an outside median no higher than that of the others (mirrored when
+    higher is worse); rounding keeps both orders, so the depth it computes never exceeds this.
+    Only for positive values (``inf`` when they are not, or hold a NaN: no bound).
+
+    >>> depth_bound([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], True, 2), depth_bound([0.5, 1.0, 1.0, 1.0, 1.0, 1.0], True, 2)
+    (0.0, 0.25)
+    """
+    size = len(sorted_x)
+    if not size or not sorted_x[0] > 0 or not all(v == v for v in sorted_x):
+        return math.inf
+    best = -math.inf
+    for n_in in range(min_in, size - 2 * min_in + 1):
+        n_out = size - n_in
+        if lower_is_worse:
+            m_in = (sorted_x[(n_in + 1) // 2 - 1] + sorted_x[n_in // 2]) / 2
+            m_out = (sorted_x[n_in + (n_out + 1) // 2 - 1] + sorted_x[n_in + n_out // 2]) / 2
+            depth = 1 - m_in / m_out
+        else:
+            m_in = (sorted_x[n_out + (n_in + 1) // 2 - 1] + sorted_x[n_out + n_in // 2]) / 2
+            m_out = (sorted_x[(n_out + 1) // 2 - 1] + sorted_x[n_out // 2]) / 2
+            depth = m_in / m_out - 1
+        if depth > best:
+            best = depth
+    return best
+
+
 class DiurnalDetector(Detector):
     name = "diurnal"
     kinds = ("diurnal_saturation",)
@@ -144,14 +175,27 @@ class DiurnalDetector(Detector):
     def _trough(self) -> dict | None:
         p = self.p
         if len(self.runs) >= 3 * p.min_in:
+            if not self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True):
+                return None
             t = np.array([r[0] for r in self.runs])
             x = np.array([r[1] for r in self.runs])
             return self._judge(t, x, lower_is_worse=True, signal="throughput")
         if len(self.queue) >= 6 * p.min_in:
+            if not self._may_qualify(self.queue, [q[1] + 0.1 for q in self.queue], lower_is_worse=False):
+                return None
             t = np.array([q[0] for q in self.queue])
             x = np.array([q[1] for q in self.queue]) + 0.1   # ms floor keeps ratios finite
             return self._judge(t, x, lower_is_worse=False, signal="queueing")
         return None
+
+    def _may_qualify(self, series: deque, x: list[float], *, lower_is_worse: bool) -> bool:
+        """False when :meth:`_judge` is sure to find nothing: too short a span, or no window deep enough."""
+        p = self.p
+        if series[-1][0] - series[0][0] < (p.min_days - 0.5) * DAY:
+            return False
+        x.sort()
+        needed = p.depth if lower_is_worse else p.queue_factor - 1
+        return depth_bound(x, lower_is_worse, p.min_in) >= needed
 
     def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str) -> dict | None:
         p = self.p
@@ -162,12 +206,11 @@ class DiurnalDetector(Detector):
             return None
         start, width, depth = found
         inside = (((t % DAY) / 3600.0 - start) % 24) < width
+        if lower_is_worse and depth < p.depth:
+            return None
         x_in, x_out = x[inside], x[~inside]
         m_out = np.median(x_out)
-        if lower_is_worse:
-            if depth < p.depth:
-                return None
-        elif np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1:
+        if not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
             return None
         alternative = "less" if lower_is_worse else "greater"
         if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
