@@ -10,11 +10,11 @@ samples among the last ``bad_window`` open the anomaly; ``good_needed`` good one
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau, theilslopes
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
@@ -44,16 +44,25 @@ class ClockDetector(Detector):
         super().__init__(source, destination, params)
         self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
         self.floor: deque[tuple[float, float]] = deque(maxlen=self.p.drift_window)
+        self.floor_values: deque[float] = deque(maxlen=self.p.drift_window)   # the floor's delays alone
         self.good = 0
         self.first_bad: float | None = None
         self.facts: dict = {}
 
     def observe(self, obs: LatencyObs) -> list[Anomaly]:
-        if not obs.ok or not obs.one_way or obs.delay_min_ms is None or obs.lost >= obs.sent > 0:
+        delay = obs.delay_min_ms
+        if not obs.ok or not obs.one_way or delay is None or obs.lost >= obs.sent > 0:
             return []
-        reasons = self._instant(obs)
+        p = self.p
+        error = obs.clock_error_ms
+        if (delay >= p.negative_ms and (obs.delay_median_ms or delay) <= p.absurd_ms
+                and (error is None or error <= p.max_error_ms) and obs.synchronized is not False):
+            reasons = []                   # (what _instant finds in a plausible sample, cheaper)
+        else:
+            reasons = self._instant(obs)
         if obs.loss is None or obs.loss < 0.5:
-            self.floor.append((obs.t, obs.delay_min_ms))
+            self.floor.append((obs.t, delay))
+            self.floor_values.append(delay)
         drift = None if reasons else self._drift()
         if drift is not None:
             reasons.append(f"delay floor drifting {drift:+.1f} ms/h")
@@ -62,9 +71,11 @@ class ClockDetector(Detector):
         self.recent.append(bad)
         if not bad:
             self.good += 1
-            if self.good >= self.p.good_needed:
-                self.first_bad, self.facts = None, {}
-                return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
+            if self.good >= p.good_needed:
+                if self.first_bad is not None or self.facts:
+                    self.first_bad, self.facts = None, {}
+                if "clock_error" in self.episodes:
+                    return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
             return []
         self.good = 0
         if not self.is_open("clock_error") and not any(list(self.recent)[:-1]):
@@ -94,16 +105,68 @@ class ClockDetector(Detector):
         return reasons
 
     def _drift(self) -> float | None:
-        if len(self.floor) < self.p.drift_window:
+        floor = self.floor
+        if len(floor) < self.p.drift_window:
             return None
-        values = [p[1] for p in self.floor]
-        hours = (self.floor[-1][0] - self.floor[0][0]) / 3600.0
+        values = self.floor_values
+        hours = (floor[-1][0] - floor[0][0]) / 3600.0
         if max(values) - min(values) < self.p.drift_ms_per_h * hours * 0.5:
             return None                      # the floor moved too little to be drifting
-        t = np.array([p[0] for p in self.floor]) / 3600.0
-        y = np.array(values)
+        hours_at = [p[0] / 3600.0 for p in floor]
+        if not _may_drift(hours_at, list(values), self.p.drift_ms_per_h, self.p.drift_tau):
+            return None
+        from scipy.stats import kendalltau, theilslopes
+
+        t = np.array([p[0] for p in floor]) / 3600.0
+        y = np.array([p[1] for p in floor])
         slope = theilslopes(y, t).slope
         if abs(slope) < self.p.drift_ms_per_h:
             return None
         tau = kendalltau(t, y).statistic
         return slope if abs(tau) >= self.p.drift_tau else None
+
+
+# Relative room left around the drift thresholds for the pure-Python pre-check's rounding.
+_ROOM = 1e-9
+
+
+def _may_drift(x: list[float], y: list[float], min_slope: float, min_tau: float) -> bool:
+    """False when scipy's Theil–Sen slope of ``y`` on ``x`` is surely below ``min_slope`` or
+    Kendall's tau-b surely below ``min_tau`` (both in absolute value): the same pairs, in pure
+    Python, for the few dozen values of a drift window. True when it may drift (ask scipy).
+
+    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 10.0, 15.0], 3.0, 0.8)
+    True
+    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 0.0, 5.0], 3.0, 0.8)
+    False
+    """
+    if not all(map(math.isfinite, x)) or not all(map(math.isfinite, y)):
+        return True                          # NaNs and infinities: leave them to scipy
+    slopes, concordance, x_ties, y_ties = [], 0, 0, 0
+    n = len(x)
+    for i in range(n):
+        xi, yi = x[i], y[i]
+        for j in range(i + 1, n):
+            dx, dy = x[j] - xi, y[j] - yi
+            if dx > 0:
+                slopes.append(dy / dx)
+            elif dx < 0:
+                slopes.append((yi - y[j]) / (xi - x[j]))
+            else:
+                x_ties += 1
+            if dy == 0:
+                y_ties += 1
+            elif dx != 0:
+                concordance += 1 if (dx > 0) == (dy > 0) else -1
+    if not slopes:
+        return True
+    slopes.sort()
+    half = len(slopes) // 2
+    slope = slopes[half] if len(slopes) % 2 else (slopes[half - 1] + slopes[half]) / 2
+    if abs(slope) < min_slope * (1 - _ROOM):
+        return False
+    pairs = n * (n - 1) // 2
+    if x_ties == pairs or y_ties == pairs:
+        return True
+    tau = concordance / math.sqrt(pairs - x_ties) / math.sqrt(pairs - y_ties)
+    return abs(tau) >= min_tau * (1 - _ROOM)
