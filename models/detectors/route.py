@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from statistics import median
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
+from pathwatch.models.window import SortedWindow
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,10 @@ class _Variant:
     def matches(self, obs: TraceObs) -> bool:
         return same_route(self.hops, self.reached, route_of(obs), bool(obs.reached))
 
+    def matches_route(self, route: tuple, reached: bool) -> bool:
+        """:meth:`matches` for a trace whose :func:`route_of` and reach are already known."""
+        return same_route(self.hops, self.reached, route, reached)
+
 
 class _ToolRoutes:
     """Known routes of one trace tool on one path, and the pending candidate."""
@@ -116,8 +120,15 @@ class _ToolRoutes:
         self.changed_at: float | None = None
         self.reach: deque[bool] = deque(maxlen=history)
 
-    def find(self, obs: TraceObs, among: list[_Variant]) -> _Variant | None:
-        return next((v for v in among if v.matches(obs)), None)
+    def find(self, obs: TraceObs, among: list[_Variant], route: tuple | None = None) -> _Variant | None:
+        """The first variant ``obs`` takes (``route``: its :func:`route_of`, when already known)."""
+        if route is None:
+            route = route_of(obs)
+        reached = bool(obs.reached)
+        for variant in among:
+            if same_route(variant.hops, variant.reached, route, reached):
+                return variant
+        return None
 
 
 class RouteDetector(Detector):
@@ -129,8 +140,8 @@ class RouteDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.tools: dict[str, _ToolRoutes] = {}
-        self.rtts: deque[float] = deque(maxlen=24)      # last-hop RTTs of reached traces on known routes
-        self.delays: deque[float] = deque(maxlen=36)    # latency minimum delays (baseline)
+        self.rtts = SortedWindow(24)      # last-hop RTTs of reached traces on known routes
+        self.delays = SortedWindow(36)    # latency minimum delays (baseline)
         self.recent_delays: deque[float] = deque(maxlen=2)
         self.failures: list[str] = []                    # consecutive failure descriptions
         self.first_failure: float | None = None
@@ -144,24 +155,28 @@ class RouteDetector(Detector):
             return self._latency(obs)
         return self._throughput(obs)
 
+    def handlers(self) -> dict[type, object]:
+        return {TraceObs: self._trace, LatencyObs: self._latency, ThroughputObs: self._throughput}
+
     # ------------------------------------------------------------------ reachability
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:
         if not obs.ok or obs.sent == 0:
             return []
         if obs.lost >= obs.sent:
             return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets")
+        delay = obs.delay_min_ms
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
-        if obs.delay_min_ms is not None and (obs.loss or 0) < 0.5 and clock_ok:
-            self.recent_delays.append(obs.delay_min_ms)
+        if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
+            self.recent_delays.append(delay)
             pending = [tool for tool in self.tools.values() if tool.candidate is not None]
-            step = self._owd_step()
-            if pending and step is not None:
+            step = self._owd_step() if pending else None
+            if step is not None:
                 # The delay step arrived after the candidate trace: it confirms the change now,
                 # before the next trace.
                 out = self._start_change(obs.t, pending[0], f"confirmed by a one-way delay step of {step:+.1f} ms", step)
                 return out + self._success(obs.t, "latency packets returned")
-            if not self.is_open("route_change") and not pending:
-                self.delays.append(obs.delay_min_ms)
+            if not pending and "route_change" not in self.episodes:
+                self.delays.append(delay)
         return self._success(obs.t, "latency packets returned")
 
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
@@ -182,9 +197,10 @@ class RouteDetector(Detector):
         )
 
     def _success(self, t: float, what: str) -> list[Anomaly]:
-        self.failures.clear()
-        self.first_failure = None
-        return self.close("unreachable", t, {"recovered": what})
+        if self.failures:
+            self.failures.clear()
+            self.first_failure = None     # (only ever set while there are failures)
+        return self.close("unreachable", t, {"recovered": what}) if "unreachable" in self.episodes else []
 
     # ------------------------------------------------------------------ traces
     def _trace(self, obs: TraceObs) -> list[Anomaly]:
@@ -221,17 +237,20 @@ class RouteDetector(Detector):
         return out
 
     def _forget(self, tool: _ToolRoutes, now: float) -> None:
-        tool.known = [v for v in tool.known if now - v.last <= self.p.forget_s]
+        forget_s = self.p.forget_s
+        if not all(now - v.last <= forget_s for v in tool.known):
+            tool.known = [v for v in tool.known if now - v.last <= forget_s]
 
     def _route(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
         out: list[Anomaly] = []
+        route = route_of(obs)
         # An open change ends when an old route comes back, or when the new one has settled in.
         if self.is_open("route_change") and tool.changed_at is not None:
-            if tool.find(obs, tool.changed_from):
+            if tool.find(obs, tool.changed_from, route):
                 out += self._end_change(tool, obs.t, "the previous route returned")
             elif obs.t - tool.changed_at >= self.p.settle_s:
                 out += self._end_change(tool, obs.t, "the new route became the path's normal")
-        known = tool.find(obs, tool.known)
+        known = tool.find(obs, tool.known, route)
         if known is not None:
             known.last, known.count = obs.t, known.count + 1
             if tool.candidate is not None:          # a blip: the candidate did not persist
@@ -245,7 +264,7 @@ class RouteDetector(Detector):
         if obs.t - tool.first_seen <= self.p.learn_s:
             tool.known.append(_Variant(obs))
             return out
-        if tool.candidate is not None and tool.candidate.matches(obs):
+        if tool.candidate is not None and tool.candidate.matches_route(route, bool(obs.reached)):
             tool.candidate.last, tool.candidate.count = obs.t, tool.candidate.count + 1
             return out + self._start_change(obs.t, tool, "seen on two traces in a row", self._rtt_step(obs))
         tool.candidate = _Variant(obs)
@@ -266,13 +285,15 @@ class RouteDetector(Detector):
         """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough."""
         if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
             return None
-        return self._big(obs.last_rtt_ms - median(self.rtts), median(self.rtts))
+        base = self.rtts.median()
+        return self._big(obs.last_rtt_ms - base, base)
 
     def _owd_step(self) -> float | None:
         """The step of the latest latency tests' minimum delay against their baseline, if big enough."""
         if len(self.recent_delays) < 1 or len(self.delays) < 6:
             return None
-        return self._big(self.recent_delays[-1] - median(self.delays), median(self.delays))
+        base = self.delays.median()
+        return self._big(self.recent_delays[-1] - base, base)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
         """The RTT or OWD step that coincides with a change, for the evidence."""
