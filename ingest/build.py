@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,12 +38,22 @@ def ip_version(*addresses: str | None) -> int | None:
             continue
         if _DOTTED_QUAD.match(address):
             return 4
-        if ":" in address:
-            try:
-                return ipaddress.IPv6Address(address.strip("[]")).version
-            except ValueError:
-                continue
+        if ":" in address and _ipv6(address) is not None:
+            return 6
     return None
+
+
+@lru_cache(maxsize=4096)
+def _ipv6(text: str) -> ipaddress.IPv6Address | None:
+    """The IPv6 address ``text`` spells (brackets allowed), else None; cached, as a mesh repeats its addresses.
+
+    Only strings with a colon come here, and no IPv4 address has one, so this is what
+    ``ipaddress.ip_address`` would give for them.
+    """
+    try:
+        return ipaddress.IPv6Address(text.strip("[]"))
+    except ValueError:
+        return None
 
 
 def same_address(first: str | None, second: str | None) -> bool:
@@ -57,10 +68,8 @@ def same_address(first: str | None, second: str | None) -> bool:
         return True
     if ":" not in first or ":" not in second:  # IPv4 and names have one spelling each
         return False
-    try:
-        return ipaddress.ip_address(first.strip("[]")) == ipaddress.ip_address(second.strip("[]"))
-    except ValueError:
-        return False
+    first_address, second_address = _ipv6(first), _ipv6(second)
+    return first_address is not None and second_address is not None and first_address == second_address
 
 
 def _validation_error(error: ValidationError) -> ParseError:

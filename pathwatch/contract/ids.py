@@ -41,4 +41,4 @@ def measurement_id(kind: str, source: str | None, destination: str | None, time:
 
 def path_fingerprint(items: Iterable[object]) -> str:
     """First 16 hex digits of SHA-256 over the items joined by newlines (perfSONAR hashes hop IPs alike)."""
-    return hashlib.sha256("\n".join(str(i) for i in items).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(map(str, items)).encode()).hexdigest()[:16]
