@@ -8,6 +8,17 @@ from itertools import accumulate
 from operator import mul
 
 
+def median(values: list[float]) -> float:
+    """``statistics.median`` of a non-empty list of numbers (the same value, without its generality).
+
+    >>> median([3.0, 1.0]), median([2, 7, 1])
+    (2.0, 2)
+    """
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
     """min/median/mean/p95/max of delays and jitter as p95 - median (owping's definition).
 
@@ -20,15 +31,22 @@ def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
         return dict.fromkeys(
             ("delay_min_ms", "delay_median_ms", "delay_mean_ms", "delay_p95_ms", "delay_max_ms", "jitter_ms")
         )
-    median = statistics.median(delays_ms)
-    p95 = statistics.quantiles(delays_ms, n=20, method="inclusive")[18] if len(delays_ms) > 1 else delays_ms[0]
+    ordered = sorted(delays_ms)
+    count = len(ordered)
+    half = count // 2
+    middle = ordered[half] if count % 2 else (ordered[half - 1] + ordered[half]) / 2  # statistics.median
+    if count > 1:  # statistics.quantiles(n=20, method="inclusive")[18], computed on the one sorted copy
+        low, delta = divmod(19 * (count - 1), 20)
+        p95 = (ordered[low] * (20 - delta) + ordered[low + 1] * delta) / 20
+    else:
+        p95 = delays_ms[0]
     return {
         "delay_min_ms": min(delays_ms),
-        "delay_median_ms": median,
+        "delay_median_ms": middle,
         "delay_mean_ms": statistics.fmean(delays_ms),
         "delay_p95_ms": p95,
         "delay_max_ms": max(delays_ms),
-        "jitter_ms": max(0.0, p95 - median),
+        "jitter_ms": max(0.0, p95 - middle),
     }
 
 

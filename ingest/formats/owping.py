@@ -38,7 +38,9 @@ forward direction first).
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -52,6 +54,7 @@ from ..registry import Format
 from ._stats import delay_stats
 
 RAW_LINE = re.compile(r"^(\d+) (\d+) (\d) ([-.0-9e+]*) (\d+) (\d) ([-.0-9e+]*) (\d+)$")
+RAW_LINES = re.compile(RAW_LINE.pattern, re.MULTILINE)  # every packet line of a payload in one pass
 _MARKER = "--- owping statistics from"
 _WAIT = re.compile(r"^Approximately [\d.]+ seconds until results available$")
 _HEADER = re.compile(r"^--- owping statistics from \[([^\]]*)\]:(\S*) to \[([^\]]*)\]:(\S*) ---$")
@@ -80,12 +83,11 @@ _SENDER_TTL = 255
 
 def _content_lines(text: str) -> list[tuple[int, str]]:
     """(line number, stripped line) of the non-blank lines, without owping's waiting notice."""
-    found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped and not _WAIT.match(stripped):
-            found.append((number, stripped))
-    return found
+    return [
+        (number, stripped)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if (stripped := line.strip()) and not (stripped[0] == "A" and _WAIT.match(stripped))
+    ]
 
 
 def looks_like(payload: str) -> bool:
@@ -109,28 +111,56 @@ def _ntp_time(stamp: int) -> str:
     return timefmt.format_utc(_NTP_EPOCH + timedelta(seconds=seconds, microseconds=fraction * 1_000_000 // _FRACTION))
 
 
-def _raw_packet(number: int, line: str) -> dict[str, Any]:
+def _raw_packet(number: int, line: str) -> tuple[int, int, int, bool, bool, float | None, float | None, int]:
+    """(seq, stime, rtime, ssync, rsync, serr, rerr, ttl) of one ``owping -R`` line, or ParseError."""
     match = RAW_LINE.match(line)
-    field = f"line {number}"
     if match is None:
         expected = "SEQ STIME SSYNC SERR RTIME RSYNC RERR TTL"
-        raise ParseError(field, f"not an owping -R packet line ({expected}): {quote_line(line)}")
-    seq, stime, ssync, serr, rtime, rsync, rerr, ttl = match.groups()
+        raise ParseError(f"line {number}", f"not an owping -R packet line ({expected}): {quote_line(line)}")
+    return _packet(match.groups(), number, line)
+
+
+def _packet(groups: tuple[str, ...], number: int, line: str) -> tuple[int, int, int, bool, bool, float | None, float | None, int]:
+    """The packet of one line's RAW_LINE groups, checked; ParseError names the line."""
+    seq, stime, ssync, serr, rtime, rsync, rerr, ttl = groups
     stime_n, rtime_n, ttl_n = int(stime), int(rtime), int(ttl)
     if stime_n == 0 or stime_n >= 2**64 or rtime_n >= 2**64:
-        raise ParseError(field, f"timestamps must be non-zero 64-bit NTP values: {quote_line(line)}")
+        raise ParseError(f"line {number}", f"timestamps must be non-zero 64-bit NTP values: {quote_line(line)}")
     if ssync not in "01" or rsync not in "01" or ttl_n > 255:
-        raise ParseError(field, f"sync flags must be 0 or 1 and TTL at most 255: {quote_line(line)}")
-    errors = [text_number(text, field) if text else None for text in (serr, rerr)]
-    if any(error is not None and error < 0 for error in errors):
-        raise ParseError(field, f"negative clock error estimate: {quote_line(line)}")
-    return {
-        "seq": int(seq), "stime": stime_n, "rtime": rtime_n, "ssync": ssync == "1", "rsync": rsync == "1",
-        "serr": errors[0], "rerr": errors[1], "ttl": ttl_n,
-    }  # fmt: skip
+        raise ParseError(f"line {number}", f"sync flags must be 0 or 1 and TTL at most 255: {quote_line(line)}")
+    try:
+        send_error = float(serr) if serr else None
+        receive_error = float(rerr) if rerr else None
+        plain = math.isfinite(send_error or 0.0) and math.isfinite(receive_error or 0.0)
+    except ValueError:
+        plain = False
+    if not plain:  # text_number raises the error naming the first estimate that is not a finite number
+        send_error = text_number(serr, f"line {number}") if serr else None
+        receive_error = text_number(rerr, f"line {number}") if rerr else None
+    if (send_error is not None and send_error < 0) or (receive_error is not None and receive_error < 0):
+        raise ParseError(f"line {number}", f"negative clock error estimate: {quote_line(line)}")
+    return int(seq), stime_n, rtime_n, ssync == "1", rsync == "1", send_error, receive_error, ttl_n
 
 
-def _parse_raw(lines: list[tuple[int, str]], ctx: Context) -> list:
+def _plain_raw_packets(payload: str) -> list[tuple] | None:
+    """The packets of a payload that is nothing but ``owping -R`` lines joined by newlines (what
+    owping writes), read with one regex pass; None for anything else (blank, indented or other
+    lines, CR LF endings), which the line-by-line reader handles.
+
+    Each newline-separated line is then exactly one of :func:`_content_lines`, with the same
+    number, so a bad packet raises the same ParseError either way.
+    """
+    rows = RAW_LINES.findall(payload)
+    lines = payload.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not rows or len(rows) != len(lines):
+        return None
+    return [_packet(row, number, line) for number, (row, line) in enumerate(zip(rows, lines), start=1)]
+
+
+def _parse_raw(packets: Iterable[tuple], ctx: Context) -> list:
+    """One latency record from the packets of ``owping -R`` (see :func:`_packet`)."""
     seen: set[int] = set()
     delays: list[float] = []
     ttls: list[int] = []
@@ -139,25 +169,24 @@ def _parse_raw(lines: list[tuple[int, str]], ctx: Context) -> list:
     synchronized = True
     previous: int | None = None
     first_sent: int | None = None
-    for number, line in lines:
-        packet = _raw_packet(number, line)
-        first_sent = packet["stime"] if first_sent is None else min(first_sent, packet["stime"])
-        if packet["seq"] in seen:
+    for seq, stime, rtime, ssync, rsync, send_error, receive_error, ttl in packets:
+        first_sent = stime if first_sent is None else min(first_sent, stime)
+        if seq in seen:
             duplicates += 1
             continue
-        seen.add(packet["seq"])
+        seen.add(seq)
         sent += 1
-        if packet["rtime"] == 0:  # lost: only the receiver's clock state is meaningful
-            synchronized = synchronized and packet["rsync"]
+        if rtime == 0:  # lost: only the receiver's clock state is meaningful
+            synchronized = synchronized and rsync
             continue
-        synchronized = synchronized and packet["ssync"] and packet["rsync"]
-        delays.append((packet["rtime"] - packet["stime"]) * 1000.0 / _FRACTION)
-        ttls.append(packet["ttl"])
-        if previous is not None and packet["seq"] < previous:
+        synchronized = synchronized and ssync and rsync
+        delays.append((rtime - stime) * 1000.0 / _FRACTION)
+        ttls.append(ttl)
+        if previous is not None and seq < previous:
             reordered += 1
-        previous = packet["seq"]
-        if packet["serr"] is not None and packet["rerr"] is not None:
-            clock_errors.append((packet["serr"] + packet["rerr"]) * 1000.0)
+        previous = seq
+        if send_error is not None and receive_error is not None:
+            clock_errors.append((send_error + receive_error) * 1000.0)
     lost = sent - len(delays)
     fields: dict[str, Any] = {
         "source": ctx.source,
@@ -319,12 +348,14 @@ def _parse_summary(lines: list[tuple[int, str]], ctx: Context) -> list:
 
 def parse(payload: str, ctx: Context) -> list:
     """One latency record per direction: one for raw ``-R`` output, one or two for summaries."""
+    if _MARKER not in payload and (packets := _plain_raw_packets(payload)) is not None:
+        return _parse_raw(packets, ctx)
     lines = _content_lines(payload)
     if not lines:
         raise ParseError("payload", "empty owping output")
     if _MARKER in payload:
         return _parse_summary(lines, ctx)
-    return _parse_raw(lines, ctx)
+    return _parse_raw((_raw_packet(number, line) for number, line in lines), ctx)
 
 
 FORMAT = Format(
