@@ -117,3 +117,71 @@ def test_histogram_stats_equal_the_rank_loop():
             bucket = rng.choice([round(rng.uniform(-5, 100), rng.randrange(0, 4)), float(rng.randrange(50)), 1e-9 * rng.randrange(100)])
             histogram[bucket] = rng.choice([0, 1, 2, 3, rng.randrange(10_000)])
         assert repr(_stats.histogram_stats(histogram)) == repr(_histogram_stats_loop(histogram))
+
+
+def test_traceroute_plain_hop_lines_read_as_the_tokenizer_reads_them():
+    from pathwatch.ingest.formats.traceroute import _hop, _tokenized_hop
+
+    rng = random.Random(5)
+    pieces = ["10.0.0.1", "2001:db8::1", "r1.example.net", "r1.example.net (10.0.0.2)", "10.0.0.2 (10.0.0.2)",
+              "x (y)", "5", "0.5", "F=1500", "AS5", "é.example", "a_b", "0.123 ms", "12 ms", "1.5 ms", "9" * 400 + " ms",
+              "*", "**", "!H", "[AS64500]", "<MPLS:L=1>", "'-2'", "ms", "(", ")", "١٢ ms"]  # fmt: skip
+    for _ in range(20_000):
+        rest = rng.choice(["", "* "]) + rng.choice(pieces)
+        for _ in range(rng.randrange(0, 5)):
+            rest += rng.choice([" ", "  ", "\t", ""]) + rng.choice(pieces)
+        rest = rest.strip() or "*"
+        assert _outcome(_hop, 3, rest, "line 2", rest) == _outcome(_tokenized_hop, 3, rest, "line 2", rest), rest
+
+
+def _owping_raw_line_by_line(payload: str, ctx):
+    from pathwatch.ingest.formats.owping import _content_lines, _parse_raw, _raw_packet
+
+    lines = _content_lines(payload)
+    if not lines:
+        raise ParseError("payload", "empty owping output")
+    return _parse_raw((_raw_packet(number, line) for number, line in lines), ctx)
+
+
+def test_owping_raw_payloads_read_in_one_pass_as_line_by_line():
+    from pathwatch.ingest.context import Context
+    from pathwatch.ingest.formats.owping import parse
+
+    from .conftest import FIXTURES
+
+    ctx = Context("owping", "a.example", "b.example", "2024-01-01T00:00:00Z")
+    rng = random.Random(6)
+    bases = [path.read_text() for path in sorted((FIXTURES / "owping").glob("raw-*.txt"))]
+    garbles = ["0", "-1", "1e999", "..", " ", "\r", "9" * 21, "\u0663", "e", "+", "\n", "\n\n", "2"]
+    for _ in range(3_000):
+        lines = rng.choice(bases).splitlines()
+        for _ in range(rng.randrange(0, 3)):
+            index = rng.randrange(len(lines))
+            at = rng.randrange(len(lines[index]) + 1)
+            lines[index] = lines[index][:at] + rng.choice(garbles) + lines[index][at:]
+        payload = rng.choice(["\n", "\r\n", "\n\n"]).join(lines) + rng.choice(["", "\n", " \n"])
+        fast = _outcome(lambda: [r.model_dump_json() for r in parse(payload, ctx)])
+        slow = _outcome(lambda: [r.model_dump_json() for r in _owping_raw_line_by_line(payload, ctx)])
+        assert fast == slow, payload
+
+
+def test_plainly_valid_envelopes_open_as_pydantic_opens_them():
+    from pathwatch.contract.envelope import RawEnvelope
+    from pathwatch.ingest import envelope
+
+    rng = random.Random(7)
+    texts = [None, "", "a", "ps-a.example.edu", "é", "\ud800", 5, True, [], {}, "2024-01-01T00:00:00Z", "2024-01-01"]
+    for _ in range(5_000):
+        value = {"format": rng.choice(["ping", "iperf3", "nope", "pïng", 3, None]), "payload": rng.choice(["PING x", {}, [], 1, None])}
+        for key in ("source", "destination", "collected_at", "meta", "extra"):
+            if rng.random() < 0.5:
+                value[key] = rng.choice(texts)
+        fast = _outcome(envelope.open_envelope, value)
+        original = envelope._plainly_valid
+        envelope._plainly_valid = lambda value: False  # every envelope through RawEnvelope
+        try:
+            assert fast == _outcome(envelope.open_envelope, value), value
+        finally:
+            envelope._plainly_valid = original
+        if envelope._plainly_valid(value):
+            assert RawEnvelope.model_validate(value).model_dump(exclude_unset=True) == value

@@ -27,7 +27,6 @@ diagnostics, or a bad destination (``NAME: Name or service not known`` + ``Canno
 from __future__ import annotations
 
 import re
-import statistics
 from typing import Any
 
 from ..build import ip_version, same_address, trace_record
@@ -35,6 +34,7 @@ from ..context import Context
 from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
+from ._stats import median
 
 _HEADER = re.compile(
     r"^traceroute6? to (?P<name>\S+) \((?P<ip>[^\s()]+)\)(?: from (?P<source>[^\s,]+))?, "
@@ -56,6 +56,15 @@ _TOKEN = re.compile(
     re.X,
 )
 _AS_NUMBER = re.compile(r"^AS(\d+)")
+# The usual hop line, read in one match: one address (bare, or "name (ip)") with RTTs and lost
+# probes. It accepts only lines the tokenizer reads as exactly these tokens; others go to it.
+_PLAIN_HOP = re.compile(
+    r"(?:\* +)*(?:(?P<name>[\w.:-]+) \((?P<ip>[^\s()]+)\)|(?P<addr>[\w.:-]+))"
+    r"(?P<probes>(?: +(?:[0-9]+(?:\.[0-9]+)? ms|\*))*)",
+    re.ASCII,
+)
+_PLAIN_RTT = re.compile(r"([0-9]+(?:\.[0-9]+)?) ms", re.ASCII)
+_ALL_LOST = re.compile(r"\*(?: +\*)*")
 _DIAGNOSTIC = re.compile(r"^(?:connect|send|sendto|sendmsg|recv|recvmsg|bind|socket|setsockopt|poll)(?: [\w-]+)?: \S")
 _BAD_DESTINATION = re.compile(r"^Cannot handle \"host\" cmdline arg `(?P<name>[^']*)' on position \d+")
 _RESOLVER = re.compile(r"^(?P<name>[^\s:]+): (?P<reason>[A-Z][^:]*)$")
@@ -75,6 +84,19 @@ def _address(text: str, field: str, line: str) -> str:
 
 def _hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
     """One hop from the probes printed on one line."""
+    if plain := _PLAIN_HOP.fullmatch(rest):
+        address = _address(plain["ip"] or plain["addr"], field, line)
+        name = plain["name"]
+        rtts = [text_number(rtt, field) for rtt in _PLAIN_RTT.findall(plain["probes"])]
+        return {"ttl": ttl, "ip": address, "hostname": name if name and name != address else None, "asn": None,
+                "rtt_ms": round(median(rtts), 6) if rtts else None, "other_ips": []}  # fmt: skip
+    if _ALL_LOST.fullmatch(rest):
+        return {"ttl": ttl, "ip": None}
+    return _tokenized_hop(ttl, rest, field, line)
+
+
+def _tokenized_hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
+    """One hop from any line traceroute prints, token by token."""
     hop: dict[str, Any] = {"ttl": ttl, "ip": None}
     answers: dict[str, dict[str, Any]] = {}  # address → hostname, asn, rtts; in order of answer
     current: str | None = None
@@ -109,7 +131,7 @@ def _hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
             ip=first,
             hostname=answers[first]["hostname"],
             asn=answers[first].get("asn"),
-            rtt_ms=round(statistics.median(rtts), 6) if rtts else None,
+            rtt_ms=round(median(rtts), 6) if rtts else None,
             other_ips=others,
         )
     return hop
