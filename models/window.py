@@ -53,21 +53,18 @@ class SortedWindow:
         return self.values.maxlen
 
     def append(self, value) -> None:
-        values = self.values
+        values, ordered = self.values, self.sorted
         if len(values) == values.maxlen:
-            self._forget(values[0])
+            oldest = values[0]
+            if oldest != oldest:
+                self.nans -= 1
+            else:
+                del ordered[bisect_left(ordered, oldest)]
         values.append(value)
         if value != value:
             self.nans += 1
         else:
-            insort(self.sorted, value)
-
-    def _forget(self, value) -> None:
-        if value != value:
-            self.nans -= 1
-        else:
-            ordered = self.sorted
-            del ordered[bisect_left(ordered, value)]
+            insort(ordered, value)
 
     def extend(self, values: Iterable) -> None:
         for value in values:

@@ -131,20 +131,34 @@ class DiurnalDetector(Detector):
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
-            if obs.ok and not obs.udp and obs.bps and obs.stall_s < self.p.stall_s:
-                self.runs.append((obs.t, obs.bps))
-        elif obs.ok and obs.sent and obs.lost < obs.sent and obs.delay_min_ms is not None and obs.delay_median_ms is not None:
+            return self._observe_run(obs)
+        return self._observe_latency(obs)
+
+    def handlers(self) -> dict[type, object]:
+        return {ThroughputObs: self._observe_run, LatencyObs: self._observe_latency}
+
+    def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
+        if obs.ok and not obs.udp and obs.bps and obs.stall_s < self.p.stall_s:
+            self.runs.append((obs.t, obs.bps))
+        return self._advance(obs.t)
+
+    def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:
+        if obs.ok and obs.sent and obs.lost < obs.sent and obs.delay_min_ms is not None and obs.delay_median_ms is not None:
             self.queue.append((obs.t, obs.delay_median_ms - obs.delay_min_ms, obs.loss or 0.0))
-        horizon = obs.t - self.p.window_days * DAY
+        return self._advance(obs.t)
+
+    def _advance(self, t: float) -> list[Anomaly]:
+        """Drop values older than the window; search for the trough when a check is due."""
+        horizon = t - self.p.window_days * DAY
         for series in (self.runs, self.queue):
             while series and series[0][0] < horizon:
                 series.popleft()
         if self.next_check is None:
-            self.next_check = obs.t + self.p.every_s
-        if obs.t < self.next_check:
+            self.next_check = t + self.p.every_s
+        if t < self.next_check:
             return []
-        self.next_check = obs.t + self.p.every_s
-        return self._check(obs.t)
+        self.next_check = t + self.p.every_s
+        return self._check(t)
 
     def _check(self, now: float) -> list[Anomaly]:
         found = self._trough()

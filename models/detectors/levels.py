@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from statistics import median
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.window import median
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,10 @@ class LevelParams(Params):
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
-def mad(values) -> float:
-    m = median(values)
-    return median(abs(v - m) for v in values)
+def mad(values, center: float | None = None) -> float:
+    """Median absolute deviation from ``center`` (by default the median of ``values``)."""
+    m = median(values) if center is None else center
+    return median([abs(v - m) for v in values])
 
 
 class _Shift:
@@ -80,7 +81,7 @@ class _Shift:
             return self.frozen
         if self._cached is None:
             m = median(self.base)
-            self._cached = m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base))
+            self._cached = m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base, m))
         return self._cached
 
 
@@ -105,6 +106,9 @@ class LevelDetector(Detector):
         if isinstance(obs, ThroughputObs):
             return self._throughput(obs)
         return self._latency(obs)
+
+    def handlers(self) -> dict[type, object]:
+        return {ThroughputObs: self._throughput, LatencyObs: self._latency}
 
     # ------------------------------------------------------------------ throughput
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
@@ -216,11 +220,15 @@ class LevelDetector(Detector):
                 or (obs.clock_error_ms or 0) > 50 or obs.synchronized is False):
             return []
         shift = self.delay
-        if len(shift.base) < self.p.min_baseline:
+        p = self.p
+        if len(shift.base) < p.min_baseline:
             shift.add(value)
             return []
-        base, threshold = shift.reference(self.p.k_mad, self.p.delay_abs_ms, self.p.delay_rel)
+        base, threshold = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
         direction = (value > base + threshold) - (value < base - threshold)
+        if direction == 0 and not shift.pending and "latency_shift" not in self.episodes:
+            shift.add(value)               # the usual sample: at the baseline, nothing pending
+            return []
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
             if direction != self.delay_dir:

@@ -67,8 +67,8 @@ def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]
     """Index where the bins split best into a reference-rate part and a constant-rate part after it."""
     best, best_score = len(bins) - 1, -math.inf
     lost_after = sent_after = 0
-    for i in range(len(bins) - 1, -1, -1):
-        _, lost, sent = bins[i]
+    log = math.log
+    for i, (_, lost, sent) in zip(range(len(bins) - 1, -1, -1), reversed(bins)):
         lost_after += lost
         sent_after += sent
         if sent_after == 0 or lost_after == 0:
@@ -76,7 +76,7 @@ def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]
         rate = lost_after / sent_after
         if rate <= p0:
             continue
-        score = lost_after * math.log(rate / p0) - sent_after * (rate - p0)
+        score = lost_after * log(rate / p0) - sent_after * (rate - p0)
         if score > best_score:
             best, best_score = i, score
     return best, best_score
@@ -138,6 +138,9 @@ class LossDetector(Detector):
         if isinstance(obs, LatencyObs):
             return self._latency(obs)
         return self._throughput(obs)
+
+    def handlers(self) -> dict[type, object]:
+        return {LatencyObs: self._latency, ThroughputObs: self._throughput}
 
     # ------------------------------------------------------------------ latency loss
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:

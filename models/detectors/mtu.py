@@ -38,12 +38,25 @@ class MtuDetector(Detector):
 
     def observe(self, obs) -> list[Anomaly]:
         sign = self._trace_sign(obs) if isinstance(obs, TraceObs) else self._run_sign(obs)
+        return self._judge(obs, sign)
+
+    def handlers(self) -> dict[type, object]:
+        return {TraceObs: self._observe_trace, ThroughputObs: self._observe_run}
+
+    def _observe_trace(self, obs: TraceObs) -> list[Anomaly]:
+        return self._judge(obs, self._trace_sign(obs))
+
+    def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
+        return self._judge(obs, self._run_sign(obs))
+
+    def _judge(self, obs, sign) -> list[Anomaly]:
         if sign is None:
             return []
         if sign is False:
-            self.signs.clear()
+            if self.signs:
+                self.signs.clear()
             self.clean += 1
-            if self.clean >= self.p.clean_needed and self.is_open("mtu_blackhole"):
+            if self.clean >= self.p.clean_needed and "mtu_blackhole" in self.episodes:
                 return self.close("mtu_blackhole", obs.t, {"recovered": "clean runs and traces"})
             return []
         self.clean = 0
@@ -60,9 +73,11 @@ class MtuDetector(Detector):
 
     def _trace_sign(self, obs: TraceObs):
         """(kind, facts) for an MTU drop, False for a trace that shows the full MTU, None for no opinion."""
-        if not obs.ok or (obs.pmtu_bytes is None and obs.min_hop_mtu is None):
+        pmtu, hop_mtu = obs.pmtu_bytes, obs.min_hop_mtu
+        if not obs.ok or (pmtu is None and hop_mtu is None):
             return None
-        mtu = min(m for m in (obs.pmtu_bytes, obs.min_hop_mtu) if m)
+        # The smaller reported MTU (min() over none left, e.g. pmtu 0, raises as it always did).
+        mtu = min(pmtu, hop_mtu) if pmtu and hop_mtu else pmtu or hop_mtu or min(m for m in (pmtu, hop_mtu) if m)
         if obs.reached and (self.path_mtu is None or mtu >= self.path_mtu):
             self.path_mtu = max(self.path_mtu or 0, mtu)
             return False

@@ -62,6 +62,8 @@ def same_route(a: tuple, a_reached: bool, b: tuple, b_reached: bool) -> bool:
     """
     if a_reached and b_reached and len(a) != len(b):
         return False
+    if a == b:                    # the usual case: nothing can disagree, is any hop answering?
+        return any(x is not None for x in a)
     common = 0
     for x, y in zip(a, b):
         if x is not None and y is not None:
@@ -177,10 +179,12 @@ class RouteDetector(Detector):
                 return out + self._success(obs.t, "latency packets returned")
             if not pending and "route_change" not in self.episodes:
                 self.delays.append(delay)
-        return self._success(obs.t, "latency packets returned")
+        if self.failures or "unreachable" in self.episodes:
+            return self._success(obs.t, "latency packets returned")
+        return []
 
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
-        if obs.ok and obs.bps:
+        if obs.ok and obs.bps and (self.failures or "unreachable" in self.episodes):
             return self._success(obs.t, "throughput test ran")
         return []
 
@@ -197,10 +201,10 @@ class RouteDetector(Detector):
         )
 
     def _success(self, t: float, what: str) -> list[Anomaly]:
-        if self.failures:
-            self.failures.clear()
-            self.first_failure = None     # (only ever set while there are failures)
-        return self.close("unreachable", t, {"recovered": what}) if "unreachable" in self.episodes else []
+        """Clear the failure streak and close ``unreachable`` (callers may skip it when neither exists)."""
+        self.failures.clear()
+        self.first_failure = None
+        return self.close("unreachable", t, {"recovered": what})
 
     # ------------------------------------------------------------------ traces
     def _trace(self, obs: TraceObs) -> list[Anomaly]:
@@ -224,16 +228,18 @@ class RouteDetector(Detector):
         return obs.min_hop_mtu is not None and self.pmtu_max is not None and obs.min_hop_mtu < self.pmtu_max
 
     def _reachability(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
-        answers = sum(tool.reach) >= max(2, len(tool.reach) // 2)
+        reach, reached = tool.reach, obs.reached
         mtu_cut = self._mtu_cut(obs)
         out: list[Anomaly] = []
-        if obs.reached:
-            out = self._success(obs.t, f"{obs.tool} reached the destination")
-        elif obs.reached is False and answers and not mtu_cut:
+        if reached:
+            if self.failures or "unreachable" in self.episodes:
+                out = self._success(obs.t, f"{obs.tool} reached the destination")
+        elif reached is False and not mtu_cut and sum(reach) >= max(2, len(reach) // 2):
+            # (the destination answered at least half of the recent traces: this one failed)
             last = next((h for h in reversed(obs.hops) if h is not None), None)
             out = self._failure(obs.t, f"{obs.tool} stopped at hop {obs.last_answer_ttl} ({last})")
-        if obs.reached is not None and not (obs.reached is False and mtu_cut):
-            tool.reach.append(bool(obs.reached))
+        if reached is not None and not (reached is False and mtu_cut):
+            reach.append(bool(reached))
         return out
 
     def _forget(self, tool: _ToolRoutes, now: float) -> None:

@@ -35,9 +35,6 @@ class _Cadence:
         self.last: float | None = None
         self.gaps = SortedWindow(history)
 
-    def add_gap(self, gap: float) -> None:
-        self.gaps.append(gap)
-
     def period(self, min_gaps: int) -> float | None:
         if len(self.gaps) < min_gaps:
             return None
@@ -62,10 +59,13 @@ class SilenceDetector(Detector):
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
-        period = cadence.period(self.p.min_gaps)
-        if period is None or period > self.p.max_cadence_s or cadence.last is None or kind in self.overdue:
+        p = self.p
+        if len(cadence.gaps) < p.min_gaps or cadence.last is None or kind in self.overdue:
             return None
-        return cadence.last + max(self.p.misses * period, period + self.p.min_slack_s)
+        period = cadence.gaps.median()      # (cadence.period, inlined: this runs per observation)
+        if period > p.max_cadence_s:
+            return None
+        return cadence.last + max(p.misses * period, period + p.min_slack_s)
 
     def _settle(self, kinds) -> None:
         """Recompute the due times of ``kinds``, then the deadline (their minimum, as ``min`` takes it)."""
@@ -115,7 +115,7 @@ class SilenceDetector(Detector):
             if not self.overdue:
                 out = self.close("no_data", t, {"resumed_at": from_epoch(t)})
         elif last is not None and t > last:
-            cadence.add_gap(t - last)
+            cadence.gaps.append(t - last)
         if last is None or t > last:
             cadence.last = t
         self._settle((kind,))
