@@ -5,7 +5,8 @@ readable, free of secrets and the same on every install:
 
 - a chart's ``query_context`` is a YAML mapping holding only its ``queries`` (Superset keeps a
   JSON string that also repeats the datasource and the chart's params; import adds them back);
-- chart params carry no ``datasource``, ``dashboards`` or ``slice_id`` (ids of one install);
+- chart params carry no ``datasource``, ``dashboards`` or ``slice_id`` (ids of one install), and
+  dashboards none of the label colours Superset's UI writes back while someone looks;
 - the database's ``sqlalchemy_uri`` is a placeholder: import puts the stack's read-only DSN in.
 
 In dashboards, ``chartId`` in ``position`` numbers the charts 1..n in the order they appear;
@@ -156,7 +157,11 @@ def _dashboard_from_export(dashboard: dict[str, Any]) -> dict[str, Any]:
         item = position[key]
         if item.get("type") == "CHART":
             renumber[item["meta"]["chartId"]] = item["meta"]["chartId"] = len(renumber) + 1
-    for item in dashboard.get("metadata", {}).get("native_filter_configuration", []):
+    metadata = dashboard.get("metadata", {})
+    # Colours the browser assigned to series while someone looked (written back by Superset's UI).
+    metadata.update(shared_label_colors=[], color_scheme_domain=[])
+    metadata.pop("map_label_colors", None)
+    for item in metadata.get("native_filter_configuration", []):
         if "chartsInScope" in item:
             item["chartsInScope"] = sorted(renumber.get(i, i) for i in item["chartsInScope"])
     return dashboard
