@@ -72,8 +72,12 @@ class Superset:
     def charts(self) -> list[dict[str, Any]]:
         return self._list("chart", ["id", "uuid", "slice_name", "viz_type"])
 
-    def dashboard_charts(self, id_or_slug: int | str) -> list[dict[str, Any]]:
-        return self._call("GET", f"/api/v1/dashboard/{id_or_slug}/charts")["result"]
+    def chart(self, chart_id: int) -> dict[str, Any]:
+        return self._call("GET", f"/api/v1/chart/{chart_id}")["result"]
+
+    def export_charts(self, chart_ids: list[int]) -> bytes:
+        """``GET /api/v1/chart/export/``: the charts (and their datasets and database) as a zip."""
+        return self._call("GET", f"/api/v1/chart/export/?q=!({','.join(map(str, chart_ids))})", raw=True)
 
     def chart_data(self, chart_id: int) -> dict[str, Any]:
         """``GET /api/v1/chart/{id}/data/``: the chart's saved query context, run."""

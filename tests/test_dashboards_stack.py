@@ -43,7 +43,7 @@ def _charts_with_uuid(superset):
     """Chart ids by uuid (the list endpoint does not show uuids; each chart's own record does)."""
     charts = []
     for chart in superset.charts():
-        detail = superset._call("GET", f"/api/v1/chart/{chart['id']}")["result"]
+        detail = superset.chart(chart["id"])
         charts.append({"id": chart["id"], "uuid": detail.get("uuid") or _uuid_from_export(superset, chart["id"])})
     return charts
 
@@ -52,7 +52,7 @@ def _uuid_from_export(superset, chart_id):
     import io
     import zipfile
 
-    archive = superset._call("GET", f"/api/v1/chart/export/?q=!({chart_id})", raw=True)
+    archive = superset.export_charts([chart_id])
     with zipfile.ZipFile(io.BytesIO(archive)) as handle:
         for name in handle.namelist():
             if "/charts/" in name:
@@ -89,8 +89,7 @@ def test_an_edited_bundle_reimports_and_the_export_round_trips(site, tmp_path):
     try:
         cli(home, "dashboards", "import", "--bundle", str(edited))
         chart_id = site["chart_ids"][str(chart["uuid"])]
-        assert site["superset"]._call("GET", f"/api/v1/chart/{chart_id}")["result"]["slice_name"] == \
-            "Open anomalies right now"
+        assert site["superset"].chart(chart_id)["slice_name"] == "Open anomalies right now"
         cli(home, "dashboards", "export", "--bundle", str(edited), "--check")
     finally:
         cli(home, "dashboards", "import")
