@@ -22,6 +22,8 @@ _ID_EXTRAS = {
     "trace": ("protocol", "measurement_id", "probe_id"),
 }
 _TYPES = {"throughput": Throughput, "latency": Latency, "trace": Trace}
+# What Model.model_validate calls, without its per-call argument handling.
+_VALIDATORS = {kind: model.__pydantic_validator__.validate_python for kind, model in _TYPES.items()}
 
 
 _DOTTED_QUAD = re.compile(r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$")
@@ -97,7 +99,7 @@ def record(kind: str, ctx: Context, fields: dict[str, Any]) -> Throughput | Late
         kind, fields.get("source"), fields.get("destination"), fields["time"], fields.get("tool", ""), *extras
     )
     try:
-        return _TYPES[kind].model_validate(fields)
+        return _VALIDATORS[kind](fields)
     except ValidationError as error:
         raise _validation_error(error) from None
 

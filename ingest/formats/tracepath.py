@@ -28,7 +28,6 @@ NAME: <resolver error>`` and ``N:  send failed`` are runs that failed (``succeed
 from __future__ import annotations
 
 import re
-import statistics
 from typing import Any
 
 from ..build import ip_version, trace_record
@@ -36,6 +35,7 @@ from ..context import Context
 from ..errors import ParseError, quote_line
 from ..fields import text_number
 from ..registry import Format
+from ._stats import median
 
 _LINE = re.compile(
     r"""^(?P<ttl>\d+)\??:\s+(?:
@@ -61,7 +61,7 @@ def looks_like(payload: str) -> bool:
 
 def _answer(line: re.Match, field: str) -> dict[str, Any]:
     """Who answered on one line: ip (or the printed name), hostname, rtt, and what it said."""
-    host, ip = line["host"], line["ip"]
+    host, ip, rtt, pmtu, flag, reached = line.group("host", "ip", "rtt", "pmtu", "flag", "reached")
     if ip is not None and ip_version(ip) is None:
         raise ParseError(field, f"{ip!r} is not an IP address")
     if ip is None and ip_version(host):
@@ -69,10 +69,10 @@ def _answer(line: re.Match, field: str) -> dict[str, Any]:
     return {
         "ip": ip or (host if host != "???" else None),
         "hostname": host if host != "???" else None,
-        "rtt": text_number(line["rtt"], field) if line["rtt"] else None,
-        "pmtu": text_number(line["pmtu"], field, int) if line["pmtu"] else None,
-        "flag": line["flag"],
-        "reached": bool(line["reached"]),
+        "rtt": text_number(rtt, field) if rtt else None,
+        "pmtu": text_number(pmtu, field, int) if pmtu else None,
+        "flag": flag,
+        "reached": bool(reached),
     }
 
 
@@ -86,19 +86,18 @@ def _hop(ttl: int, answers: list[dict[str, Any]]) -> dict[str, Any]:
     if flags:
         hop["error"] = flags[0]
     responders = [a for a in answers if a["ip"] and not a["pmtu"]] or [a for a in answers if a["ip"]]
-    addresses = list(dict.fromkeys(a["ip"] for a in responders))
-    if addresses:
-        first = addresses[0]
+    if responders:
+        first = responders[0]["ip"]
         rtts = [a["rtt"] for a in responders if a["ip"] == first and a["rtt"] is not None]
-        hostname = next(a["hostname"] for a in responders if a["ip"] == first)
-        rtt = round(statistics.median(rtts), 6) if rtts else None
-        hop.update(ip=first, hostname=hostname, rtt_ms=rtt, other_ips=addresses[1:])
+        others = list(dict.fromkeys(a["ip"] for a in responders if a["ip"] != first))
+        rtt = round(median(rtts), 6) if rtts else None
+        hop.update(ip=first, hostname=responders[0]["hostname"], rtt_ms=rtt, other_ips=others)
     return hop
 
 
 def parse(payload: str, ctx: Context) -> list:
     """One trace record for one tracepath run."""
-    lines = [(number, raw.strip()) for number, raw in enumerate(payload.splitlines(), start=1) if raw.strip()]
+    lines = [(number, line) for number, raw in enumerate(payload.splitlines(), start=1) if (line := raw.strip())]
     if not lines:
         raise ParseError("payload", "empty tracepath output")
     fields: dict[str, Any] = {"source": ctx.source, "time": ctx.collected_at, "tool": "tracepath", "protocol": "udp"}

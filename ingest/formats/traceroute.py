@@ -147,7 +147,7 @@ def _diagnostics(lines: list[tuple[int, str]]) -> list[str] | None:
 
 def parse(payload: str, ctx: Context) -> list:
     """One trace record for one traceroute run."""
-    lines = [(number, raw.strip()) for number, raw in enumerate(payload.splitlines(), start=1) if raw.strip()]
+    lines = [(number, line) for number, raw in enumerate(payload.splitlines(), start=1) if (line := raw.strip())]
     if not lines:
         raise ParseError("payload", "empty traceroute output")
     fields: dict[str, Any] = {"source": ctx.source, "time": ctx.collected_at, "tool": "traceroute"}
