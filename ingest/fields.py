@@ -125,6 +125,21 @@ def integer(container: Any, key: str, where: str, *, required: bool = True, mini
     return value
 
 
+def plain_count(value: Any) -> bool:
+    """``value`` is an int >= 0, which :func:`integer` (minimum 0) returns as it is.
+
+    Fast paths test values with this and :func:`plain_amount`, and leave everything else to
+    the helpers above, which convert it or raise the ParseError.
+    """
+    return value.__class__ is int and value >= 0
+
+
+def plain_amount(value: Any) -> bool:
+    """``value`` is a finite int or float >= 0, which :func:`number` (minimum 0) returns as it is."""
+    kind = value.__class__
+    return (kind is int or (kind is float and math.isfinite(value))) and value >= 0
+
+
 def text_number(text: str, field: str, kind: type = float) -> Any:
     """Parse a number out of tool text, as ParseError on failure: ``text_number("1.5", "rtt")``."""
     try:

@@ -185,3 +185,88 @@ def test_plainly_valid_envelopes_open_as_pydantic_opens_them():
             envelope._plainly_valid = original
         if envelope._plainly_valid(value):
             assert RawEnvelope.model_validate(value).model_dump(exclude_unset=True) == value
+
+
+_ODD_VALUES = [None, True, False, 0, -1, 3, 2.0, 2.5, -0.5, float("nan"), float("inf"), 2**70, "1", "", [], {}]
+
+
+def _mutations(document: dict, rng: random.Random, count: int):
+    """Copies of a nested JSON object with one to three values (at any depth) replaced or removed."""
+    import copy
+
+    def places(value, path=()):
+        if isinstance(value, dict):
+            for key, child in value.items():
+                yield path + (key,)
+                yield from places(child, path + (key,))
+        elif isinstance(value, list):
+            for index, child in enumerate(value[:3]):
+                yield path + (index,)
+                yield from places(child, path + (index,))
+
+    spots = list(places(document))
+    for _ in range(count):
+        mutated = copy.deepcopy(document)
+        for _ in range(rng.randrange(0, 4)):
+            path = rng.choice(spots)
+            parent = mutated
+            try:
+                for step in path[:-1]:
+                    parent = parent[step]
+                if rng.random() < 0.2 and isinstance(parent, dict):
+                    parent.pop(path[-1], None)
+                else:
+                    parent[path[-1]] = rng.choice(_ODD_VALUES)
+            except (KeyError, IndexError, TypeError):
+                pass
+        yield mutated
+
+
+def test_throughput_intervals_of_plain_values_read_as_the_checked_path_reads_them():
+    from pathwatch.ingest.formats import iperf3, pscheduler
+
+    rng = random.Random(8)
+    iperf3_entry = {"streams": [{"socket": 5, "start": 0, "end": 1.0, "bits_per_second": 9.5e9, "retransmits": 0, "snd_cwnd": 3145728,
+                                 "rtt": 85411, "omitted": False}, {"snd_cwnd": 100, "rtt": 0}],
+                    "sum": {"start": 0, "end": 1.000094, "bits_per_second": 9.5e9, "retransmits": 2, "omitted": False}}  # fmt: skip
+    pscheduler_entry = {"streams": [], "summary": {"start": 0.0, "end": 1.000094, "throughput-bits": 2309334074.5969877,
+                                                   "retransmits": 0, "tcp-window-size": 30199500, "rtt": 85411, "omitted": False}}  # fmt: skip
+    for module, entry in ((iperf3, iperf3_entry), (pscheduler, pscheduler_entry)):
+        for mutated in _mutations(entry, rng, 4_000):
+            assert _outcome(module._interval, mutated, "intervals[3]") == _outcome(module._checked_interval, mutated, "intervals[3]")
+
+
+def _pscheduler_hops_checked(result: dict, where: str) -> list:
+    """pscheduler._hops as it was before its fast path, field helper by field helper."""
+    from pathwatch.ingest.fields import check, integer, need, obj, opt
+    from pathwatch.ingest.formats.pscheduler import _duration_ms
+
+    paths = need(result, "paths", list, where)
+    if not paths:
+        return []
+    hops = []
+    for index, hop in enumerate(check(paths[0], list, where + ".paths[0]")):
+        at = f"{where}.paths[0][{index}]"
+        hop = obj(hop, at)
+        as_info = opt(hop, "as", dict, at, {})
+        rtt = hop.get("rtt")
+        hops.append({
+            "ttl": index + 1, "ip": opt(hop, "ip", str, at), "hostname": opt(hop, "hostname", str, at),
+            "rtt_ms": _duration_ms(rtt, at + ".rtt") if rtt is not None else None,
+            "asn": integer(as_info, "number", at + ".as", required=False), "as_owner": opt(as_info, "owner", str, at + ".as"),
+            "mtu": integer(hop, "mtu", at, required=False), "error": opt(hop, "error", str, at),
+        })  # fmt: skip
+    return hops
+
+
+def test_pscheduler_hops_read_as_the_field_helpers_read_them():
+    from pathwatch.ingest.formats.pscheduler import _hops
+
+    rng = random.Random(9)
+    result = {"succeeded": True, "paths": [[
+        {"ip": "146.137.1.38", "rtt": "PT0.000346S", "as": {"number": 683, "owner": "ANL-AS"}},
+        {"ip": "134.55.1.38", "hostname": "et-5.example.", "rtt": "PT0.000643S", "mtu": 9000, "as": {"number": 293}},
+        {}, {"ip": "10.0.0.1", "error": "!H", "rtt": "PT1S"},
+    ]]}  # fmt: skip
+    for mutated in _mutations(result, rng, 6_000):
+        assert _outcome(_hops, mutated, "result") == _outcome(_pscheduler_hops_checked, mutated, "result")

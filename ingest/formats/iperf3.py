@@ -14,7 +14,7 @@ from typing import Any
 from ..build import record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import epoch_time, integer, join, need, number, obj, opt
+from ..fields import epoch_time, integer, join, need, number, obj, opt, plain_amount, plain_count
 from ..registry import Format
 
 _US_PER_MS = 1000.0
@@ -53,6 +53,49 @@ def _test_time(start: dict, ctx: Context) -> str | None:
 
 
 def _interval(entry: Any, where: str) -> dict[str, Any]:
+    """One ``intervals[]`` entry: the summed rate, retransmits, and the streams' cwnd and mean RTT."""
+    plain = _plain_interval(entry)
+    return plain if plain is not None else _checked_interval(entry, where)
+
+
+def _plain_interval(entry: Any) -> dict[str, Any] | None:
+    """What :func:`_checked_interval` gives for an entry of plain values only (iperf3's own output),
+    without its per-field checks; None when any value needs them."""
+    if entry.__class__ is not dict or (total := entry.get("sum")).__class__ is not dict:
+        return None
+    streams = entry.get("streams")
+    if streams is not None and streams.__class__ is not list:
+        return None
+    cwnds = []
+    rtts = []
+    for stream in streams or ():
+        if stream.__class__ is not dict:
+            return None
+        cwnd, rtt = stream.get("snd_cwnd"), stream.get("rtt")
+        if not ((cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt))):
+            return None
+        if cwnd:
+            cwnds.append(cwnd)
+        if rtt:
+            rtts.append(rtt / _US_PER_MS)
+    get = total.get
+    start, end, rate, retransmits, omitted = get("start"), get("end"), get("bits_per_second"), get("retransmits"), get("omitted")
+    if not (plain_amount(start) and plain_amount(end) and plain_amount(rate)):
+        return None
+    if not ((retransmits is None or plain_count(retransmits)) and (omitted is None or omitted.__class__ is bool)):
+        return None
+    return {
+        "start_s": start,
+        "end_s": end,
+        "throughput_bps": rate,
+        "retransmits": retransmits,
+        "cwnd_bytes": sum(cwnds) if cwnds else None,
+        "rtt_ms": sum(rtts) / len(rtts) if rtts else None,
+        "omitted": bool(omitted),
+    }
+
+
+def _checked_interval(entry: Any, where: str) -> dict[str, Any]:
     entry = obj(entry, where)
     total = need(entry, "sum", dict, where)
     streams = opt(entry, "streams", list, where, [])

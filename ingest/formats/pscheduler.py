@@ -27,7 +27,7 @@ from pathwatch.contract import timefmt
 from ..build import ip_version, record, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import check, integer, join, need, number, obj, opt
+from ..fields import check, integer, join, need, number, obj, opt, plain_amount, plain_count
 from ..registry import Format
 from ._stats import histogram_stats
 
@@ -141,28 +141,58 @@ def _throughput(result: dict, spec: dict, where: str) -> dict[str, Any]:
     start = number(total, "start", at, required=False, minimum=0)
     end = number(total, "end", at, required=False, minimum=0)
     fields["duration_s"] = end - start if start is not None and end is not None and end >= start else None
-    intervals = []
-    for index, entry in enumerate(opt(result, "intervals", list, where, [])):
-        entry_where = f"{where}.intervals[{index}]"
-        summary = need(obj(entry, entry_where), "summary", dict, entry_where)
-        s_where = entry_where + ".summary"
-        cwnd = integer(summary, "tcp-window-size", s_where, required=False)
-        i_rtt = number(summary, "rtt", s_where, required=False, minimum=0)
-        intervals.append(
-            {
-                "start_s": number(summary, "start", s_where, minimum=0),
-                "end_s": number(summary, "end", s_where, minimum=0),
-                "throughput_bps": number(summary, "throughput-bits", s_where, minimum=0),
-                "retransmits": integer(summary, "retransmits", s_where, required=False),
-                "cwnd_bytes": cwnd,
-                "rtt_ms": i_rtt / _US_PER_MS if i_rtt else None,
-                "omitted": bool(opt(summary, "omitted", bool, s_where, False)),
-            }
-        )
+    intervals = [_interval(entry, f"{where}.intervals[{index}]") for index, entry in enumerate(opt(result, "intervals", list, where, []))]
     fields["intervals"] = intervals
     fields["protocol"] = "udp" if spec.get("udp") else "tcp"
     fields["streams"] = integer(spec, "parallel", "test.spec", required=False, minimum=1)
     return fields
+
+
+def _interval(entry: Any, where: str) -> dict[str, Any]:
+    """One ``intervals[]`` entry of a throughput result (its ``summary``)."""
+    plain = _plain_interval(entry)
+    return plain if plain is not None else _checked_interval(entry, where)
+
+
+def _plain_interval(entry: Any) -> dict[str, Any] | None:
+    """What :func:`_checked_interval` gives for an entry of plain values only, without its per-field
+    checks; None when any value needs them."""
+    if entry.__class__ is not dict or (summary := entry.get("summary")).__class__ is not dict:
+        return None
+    get = summary.get
+    cwnd, rtt, start, end, rate = get("tcp-window-size"), get("rtt"), get("start"), get("end"), get("throughput-bits")
+    retransmits, omitted = get("retransmits"), get("omitted")
+    if not ((cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt))):
+        return None
+    if not (plain_amount(start) and plain_amount(end) and plain_amount(rate)):
+        return None
+    if not ((retransmits is None or plain_count(retransmits)) and (omitted is None or omitted.__class__ is bool)):
+        return None
+    return {
+        "start_s": start,
+        "end_s": end,
+        "throughput_bps": rate,
+        "retransmits": retransmits,
+        "cwnd_bytes": cwnd,
+        "rtt_ms": rtt / _US_PER_MS if rtt else None,
+        "omitted": bool(omitted),
+    }
+
+
+def _checked_interval(entry: Any, where: str) -> dict[str, Any]:
+    summary = need(obj(entry, where), "summary", dict, where)
+    s_where = where + ".summary"
+    cwnd = integer(summary, "tcp-window-size", s_where, required=False)
+    i_rtt = number(summary, "rtt", s_where, required=False, minimum=0)
+    return {
+        "start_s": number(summary, "start", s_where, minimum=0),
+        "end_s": number(summary, "end", s_where, minimum=0),
+        "throughput_bps": number(summary, "throughput-bits", s_where, minimum=0),
+        "retransmits": integer(summary, "retransmits", s_where, required=False),
+        "cwnd_bytes": cwnd,
+        "rtt_ms": i_rtt / _US_PER_MS if i_rtt else None,
+        "omitted": bool(opt(summary, "omitted", bool, s_where, False)),
+    }
 
 
 def _latency(result: dict, where: str) -> dict[str, Any]:
@@ -214,19 +244,29 @@ def _hops(result: dict, where: str) -> list[dict[str, Any]]:
     for index, hop in enumerate(check(paths[0], list, where + ".paths[0]")):
         at = f"{where}.paths[0][{index}]"
         hop = obj(hop, at)
-        as_info = opt(hop, "as", dict, at, {})
-        rtt = hop.get("rtt")
+        get = hop.get
+        ip, hostname, rtt, as_info, mtu, error = get("ip"), get("hostname"), get("rtt"), get("as"), get("mtu"), get("error")
+        if as_info.__class__ is dict:
+            asn, as_owner = as_info.get("number"), as_info.get("owner")
+        else:
+            as_info, asn, as_owner = opt(hop, "as", dict, at, {}), None, None
+        # Plain values as pscheduler writes them go straight in; anything else gets the helpers' checks.
+        if not (ip is None or ip.__class__ is str):
+            ip = opt(hop, "ip", str, at)
+        if not (hostname is None or hostname.__class__ is str):
+            hostname = opt(hop, "hostname", str, at)
+        rtt_ms = _duration_ms(rtt, at + ".rtt") if rtt is not None else None
+        if not (asn is None or (asn.__class__ is int and asn >= 0)):
+            asn = integer(as_info, "number", at + ".as", required=False)
+        if not (as_owner is None or as_owner.__class__ is str):
+            as_owner = opt(as_info, "owner", str, at + ".as")
+        if not (mtu is None or (mtu.__class__ is int and mtu >= 0)):
+            mtu = integer(hop, "mtu", at, required=False)
+        if not (error is None or error.__class__ is str):
+            error = opt(hop, "error", str, at)
         hops.append(
-            {
-                "ttl": index + 1,
-                "ip": opt(hop, "ip", str, at),
-                "hostname": opt(hop, "hostname", str, at),
-                "rtt_ms": _duration_ms(rtt, at + ".rtt") if rtt is not None else None,
-                "asn": integer(as_info, "number", at + ".as", required=False),
-                "as_owner": opt(as_info, "owner", str, at + ".as"),
-                "mtu": integer(hop, "mtu", at, required=False),
-                "error": opt(hop, "error", str, at),
-            }
+            {"ttl": index + 1, "ip": ip, "hostname": hostname, "rtt_ms": rtt_ms, "asn": asn, "as_owner": as_owner,
+             "mtu": mtu, "error": error}  # fmt: skip
         )
     return hops
 
