@@ -60,6 +60,10 @@ class MtuDetector(Detector):
                 return self.close("mtu_blackhole", obs.t, {"recovered": "clean runs and traces"})
             return []
         self.clean = 0
+        if "mtu_blackhole" in self.episodes:
+            # Open already: nothing to add. (Signs gathered now would only be cleared by the clean
+            # observation that has to come before it closes, unread.)
+            return []
         self.signs.append((obs.t, *sign))
         kinds = {kind for _, kind, _ in self.signs}
         if len(self.signs) < self.p.evidence_needed and len(kinds) < 2:
