@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import accumulate
+from operator import itemgetter, truediv
 
 import numpy as np
 
@@ -80,6 +81,20 @@ def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]
         if score > best_score:
             best, best_score = i, score
     return best, best_score
+
+
+def _highest_tail_rate(bins: list[tuple[int, int, int]]) -> float:
+    """The highest loss rate over the bins from any one of them to the last (inf when some sent nothing).
+
+    >>> _highest_tail_rate([(0, 5, 100), (1, 0, 100), (2, 1, 100)])
+    0.02
+    """
+    lost_after = accumulate(map(_LOST, reversed(bins)))
+    sent_after = accumulate(map(_SENT, reversed(bins)))
+    try:
+        return max(map(truediv, lost_after, sent_after))
+    except ZeroDivisionError:
+        return math.inf
 
 
 def _llr_step(after: list[tuple[int, int, int]], p0: float) -> float:
@@ -172,6 +187,8 @@ class LossDetector(Detector):
         ref_lost = sum(map(_LOST, reference))
         ref_sent = sum(map(_SENT, reference))
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
+        if _highest_tail_rate(recent) < max(p.min_rate, 3 * p0) * (1 - 1e-9):
+            return []                  # whatever the split, the loss after it is too low (checked below)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
         lost = sum(map(_LOST, after))
