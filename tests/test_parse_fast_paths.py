@@ -270,3 +270,107 @@ def test_pscheduler_hops_read_as_the_field_helpers_read_them():
     ]]}  # fmt: skip
     for mutated in _mutations(result, rng, 6_000):
         assert _outcome(_hops, mutated, "result") == _outcome(_pscheduler_hops_checked, mutated, "result")
+
+
+def _pscheduler_histograms_checked(result: dict, where: str):
+    """The histogram loops of pscheduler._latency as they were before their fast paths."""
+    from pathwatch.ingest.fields import integer, join, opt
+
+    histogram = {}
+    for bucket, count in opt(result, "histogram-latency", dict, where, {}).items():
+        try:
+            value = float(bucket)
+        except ValueError:
+            raise ParseError(join(where + ".histogram-latency", bucket), "bucket is not a number of milliseconds") from None
+        histogram[value] = integer({bucket: count}, bucket, where + ".histogram-latency")
+    ttls = []
+    for ttl, count in opt(result, "histogram-ttl", dict, where, {}).items():
+        if not ttl.isdigit():
+            raise ParseError(join(where + ".histogram-ttl", ttl), "TTL is not a whole number")
+        if integer({ttl: count}, ttl, where + ".histogram-ttl"):
+            ttls.append(int(ttl))
+    return histogram, ttls
+
+
+def test_pscheduler_histograms_read_as_the_checked_loops_read_them():
+    from pathwatch.ingest.fields import opt
+    from pathwatch.ingest.formats.pscheduler import _histogram, _ttls
+
+    def ours(result, where):
+        histogram = _histogram(opt(result, "histogram-latency", dict, where, {}), where + ".histogram-latency")
+        return histogram, _ttls(opt(result, "histogram-ttl", dict, where, {}), where + ".histogram-ttl")
+
+    rng = random.Random(10)
+    keys = ["44.70", "44.7", "45.00", "nan", "1e3", " 2 ", "x", "", "-1", "٣"]
+    for _ in range(6_000):
+        result = {
+            "histogram-latency": {rng.choice(keys): rng.choice(_ODD_VALUES + [1, 5, 200]) for _ in range(rng.randrange(0, 6))},
+            "histogram-ttl": {rng.choice(["246", "0", "x", "2.5", "٣", ""]): rng.choice([0, 6000, -1, 1.0, None]) for _ in range(rng.randrange(0, 3))},
+        }
+        if rng.random() < 0.3:
+            result["histogram-latency"] = {"44.70": 2509, "44.80": 2105, "45.10": 0}
+            result["histogram-ttl"] = {"246": 6000}
+        assert _outcome(ours, result, "result") == _outcome(_pscheduler_histograms_checked, result, "result"), result
+
+
+def test_scamper_replies_of_plain_values_read_as_the_checked_path_reads_them():
+    from pathwatch.ingest.formats.scamper import _checked_reply, _reply
+
+    rng = random.Random(11)
+    replies = [
+        {"addr": "10.77.1.1", "probe_ttl": 1, "probe_id": 1, "rtt": 0.061, "icmp_type": 11, "icmp_code": 0, "name": "r1.lab"},
+        {"addr": "10.77.6.2", "probe_ttl": 4, "rtt": 0.05, "icmp_type": 3, "icmp_code": 4, "icmp_nhmtu:": 1500},
+        {"addr": "2001:db8::1", "probe_ttl": 3, "rtt": 4294967.2, "icmp_type": 1, "icmp_code": 3, "icmp_nhmtu": 0},
+        {"addr": "2001:db8::2", "probe_ttl": 255, "icmp_type": 2, "icmp_code": 0, "icmp_nhmtu": 1280},
+    ]
+    for reply in replies:
+        for mutated in _mutations(reply, rng, 2_000):
+            assert _outcome(_reply, mutated, "hops[2]") == _outcome(_checked_reply, mutated, "hops[2]"), mutated
+
+
+def _atlas_hop_checked(entry, where):
+    """atlas._hop as it was before its fast path."""
+    from pathwatch.ingest.fields import integer, need, number, obj
+
+    entry = obj(entry, where)
+    ttl = integer(entry, "hop", where, minimum=1)
+    if ttl > 255:
+        raise ParseError(where + ".hop", f"must be <= 255, got {ttl}")
+    hop = {"ttl": ttl, "ip": None}
+    if "error" in entry:
+        hop["error"] = str(entry["error"])
+        return hop
+    rtts, order = {}, []
+    for index, reply in enumerate(need(entry, "result", list, where)):
+        if reply.__class__ is not dict:
+            obj(reply, f"{where}.result[{index}]")
+        if "from" not in reply:
+            continue
+        at = f"{where}.result[{index}]"
+        address = need(reply, "from", str, at)
+        if address not in rtts:
+            rtts[address] = []
+            order.append(address)
+        rtt = number(reply, "rtt", at, required=False, minimum=0)
+        if rtt is not None:
+            rtts[address].append(rtt)
+        if "err" in reply and "error" not in hop:
+            err = reply["err"]
+            hop["error"] = f"!{err}" if isinstance(err, str) else f"!<{integer(reply, 'err', at)}>"
+        if "mtu" in reply:
+            hop["mtu"] = integer(reply, "mtu", at, minimum=1)
+    if order:
+        hop["ip"] = order[0]
+        hop["other_ips"] = order[1:]
+        hop["rtt_ms"] = statistics.median(rtts[order[0]]) if rtts[order[0]] else None
+    return hop
+
+
+def test_atlas_hops_read_as_before():
+    from pathwatch.ingest.formats.atlas import _hop
+
+    rng = random.Random(12)
+    entry = {"hop": 3, "result": [{"from": "10.0.0.1", "ttl": 253, "size": 28, "rtt": 1.5}, {"x": "*"},
+                                  {"from": "10.0.0.2", "rtt": 2, "err": "H"}, {"from": "10.0.0.1", "rtt": 1.25, "mtu": 1400}]}  # fmt: skip
+    for mutated in _mutations(entry, rng, 6_000):
+        assert _outcome(_hop, mutated, "result[2]") == _outcome(_atlas_hop_checked, mutated, "result[2]"), mutated

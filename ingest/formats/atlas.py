@@ -11,14 +11,14 @@ the hop's ``mtu``. Hop 255 is Atlas's marker for a trace that gave up and is kep
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from ..build import ip_version, same_address, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import check, epoch_time, integer, need, number, obj, opt
+from ..fields import check, epoch_time, integer, need, number, obj, opt, plain_amount
 from ..registry import Format
+from ._stats import median
 
 
 def looks_like(payload: dict) -> bool:
@@ -41,23 +41,25 @@ def _hop(entry: Any, where: str) -> dict[str, Any]:
             obj(reply, f"{where}.result[{index}]")
         if "from" not in reply:  # {"x": "*"}: no answer to this probe
             continue
-        at = f"{where}.result[{index}]"
-        address = need(reply, "from", str, at)
+        address, rtt = reply["from"], reply.get("rtt")
+        if address.__class__ is not str or not (rtt is None or plain_amount(rtt)):  # else as they are
+            at = f"{where}.result[{index}]"
+            address = need(reply, "from", str, at)
+            rtt = number(reply, "rtt", at, required=False, minimum=0)
         if address not in rtts:
             rtts[address] = []
             order.append(address)
-        rtt = number(reply, "rtt", at, required=False, minimum=0)
         if rtt is not None:
             rtts[address].append(rtt)
         if "err" in reply and "error" not in hop:
             err = reply["err"]
-            hop["error"] = f"!{err}" if isinstance(err, str) else f"!<{integer(reply, 'err', at)}>"
+            hop["error"] = f"!{err}" if isinstance(err, str) else f"!<{integer(reply, 'err', f'{where}.result[{index}]')}>"
         if "mtu" in reply:
-            hop["mtu"] = integer(reply, "mtu", at, minimum=1)
+            hop["mtu"] = integer(reply, "mtu", f"{where}.result[{index}]", minimum=1)
     if order:
         hop["ip"] = order[0]
         hop["other_ips"] = order[1:]
-        hop["rtt_ms"] = statistics.median(rtts[order[0]]) if rtts[order[0]] else None
+        hop["rtt_ms"] = median(rtts[order[0]]) if rtts[order[0]] else None
     return hop
 
 

@@ -201,25 +201,8 @@ def _latency(result: dict, where: str) -> dict[str, Any]:
     lost = integer(result, "packets-lost", where, required=False)
     if lost is None and sent is not None and received is not None:
         lost = max(0, sent - received)
-    histogram: dict[float, int] = {}
-    hist_where = where + ".histogram-latency"
-    for bucket, count in opt(result, "histogram-latency", dict, where, {}).items():
-        try:
-            value = float(bucket)
-        except ValueError:
-            raise ParseError(join(hist_where, bucket), "bucket is not a number of milliseconds") from None
-        if count.__class__ is not int or count < 0:  # anything but a plain count is checked as integer() does
-            count = integer({bucket: count}, bucket, hist_where)
-        histogram[value] = count
-    ttls = []
-    ttl_where = where + ".histogram-ttl"
-    for ttl, count in opt(result, "histogram-ttl", dict, where, {}).items():
-        if not ttl.isdigit():
-            raise ParseError(join(ttl_where, ttl), "TTL is not a whole number")
-        if count.__class__ is not int or count < 0:
-            count = integer({ttl: count}, ttl, ttl_where)
-        if count:
-            ttls.append(int(ttl))
+    histogram = _histogram(opt(result, "histogram-latency", dict, where, {}), where + ".histogram-latency")
+    ttls = _ttls(opt(result, "histogram-ttl", dict, where, {}), where + ".histogram-ttl")
     fields = {
         "one_way": True,
         "packets_sent": sent,
@@ -234,6 +217,36 @@ def _latency(result: dict, where: str) -> dict[str, Any]:
     }
     fields.update(histogram_stats(histogram))
     return fields
+
+
+def _histogram(buckets: dict, where: str) -> dict[float, int]:
+    """{delay ms: count} of ``histogram-latency``."""
+    if all(plain_count(count) for count in buckets.values()):
+        try:
+            return {float(bucket): count for bucket, count in buckets.items()}
+        except ValueError:
+            pass  # the loop below names the bucket
+    histogram: dict[float, int] = {}
+    for bucket, count in buckets.items():
+        try:
+            value = float(bucket)
+        except ValueError:
+            raise ParseError(join(where, bucket), "bucket is not a number of milliseconds") from None
+        histogram[value] = integer({bucket: count}, bucket, where)
+    return histogram
+
+
+def _ttls(counts: dict, where: str) -> list[int]:
+    """The TTLs ``histogram-ttl`` saw packets arrive with."""
+    if all(ttl.isdigit() and plain_count(count) for ttl, count in counts.items()):
+        return [int(ttl) for ttl, count in counts.items() if count]
+    ttls = []
+    for ttl, count in counts.items():
+        if not ttl.isdigit():
+            raise ParseError(join(where, ttl), "TTL is not a whole number")
+        if integer({ttl: count}, ttl, where):
+            ttls.append(int(ttl))
+    return ttls
 
 
 def _hops(result: dict, where: str) -> list[dict[str, Any]]:

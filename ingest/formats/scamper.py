@@ -29,15 +29,14 @@ other object type (``ping``, ``tracelb``, ...) is rejected naming it.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
-
 
 from ..build import ip_version, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import epoch_time, integer, need, number, obj, opt
+from ..fields import epoch_time, integer, need, number, obj, opt, plain_amount, plain_count
 from ..registry import Format
+from ._stats import median
 
 _METADATA = frozenset({"cycle-start", "cycle-stop", "cycle-def", "list"})
 _MEASUREMENTS = frozenset(
@@ -66,6 +65,40 @@ def looks_like(payload: dict) -> bool:
 
 def _reply(entry: Any, where: str) -> dict[str, Any]:
     """One reply: address, ttl, rtt and what its ICMP type/code says."""
+    plain = _plain_reply(entry)
+    return plain if plain is not None else _checked_reply(entry, where)
+
+
+def _plain_reply(entry: Any) -> dict[str, Any] | None:
+    """What :func:`_checked_reply` gives for a reply of plain values only (scamper's own output),
+    without its per-field checks; None when any value needs them."""
+    if entry.__class__ is not dict:
+        return None
+    get = entry.get
+    address, ttl, rtt, icmp_type, icmp_code, name = (
+        get("addr"), get("probe_ttl"), get("rtt"), get("icmp_type"), get("icmp_code"), get("name")
+    )
+    if address.__class__ is not str or (version := ip_version(address)) is None:
+        return None
+    if not (ttl.__class__ is int and 1 <= ttl <= 255) or not (rtt is None or plain_amount(rtt)):
+        return None
+    if not (icmp_type is None or plain_count(icmp_type)):
+        return None
+    if not (plain_count(icmp_code) or (icmp_code is None and icmp_type is None)):
+        return None
+    nhmtu = get("icmp_nhmtu")
+    if not (nhmtu is None or plain_count(nhmtu)):
+        return None
+    if not nhmtu:
+        nhmtu = get("icmp_nhmtu:")  # the key as real scamper writes it
+        if not (nhmtu is None or plain_count(nhmtu)):
+            return None
+    if not (name is None or name.__class__ is str):
+        return None
+    return _reply_fields(address, version, ttl, rtt, icmp_type, icmp_code, nhmtu, name)
+
+
+def _checked_reply(entry: Any, where: str) -> dict[str, Any]:
     entry = obj(entry, where)
     address = need(entry, "addr", str, where)
     version = ip_version(address)
@@ -78,6 +111,11 @@ def _reply(entry: Any, where: str) -> dict[str, Any]:
     icmp_type = integer(entry, "icmp_type", where, required=False)
     icmp_code = integer(entry, "icmp_code", where, required=icmp_type is not None)
     nhmtu = integer(entry, "icmp_nhmtu", where, required=False) or integer(entry, "icmp_nhmtu:", where, required=False)
+    return _reply_fields(address, version, ttl, rtt, icmp_type, icmp_code, nhmtu, opt(entry, "name", str, where))
+
+
+def _reply_fields(address: str, version: int, ttl: int, rtt: float | None, icmp_type: int | None,
+                  icmp_code: int | None, nhmtu: int | None, name: str | None) -> dict[str, Any]:  # fmt: skip
     error = None
     if icmp_type == _UNREACHABLE[version] and icmp_code != _PORT_UNREACHABLE[version]:
         flags = _FLAGS_V4 if version == 4 else _FLAGS_V6
@@ -87,7 +125,7 @@ def _reply(entry: Any, where: str) -> dict[str, Any]:
     return {
         "ip": address,
         "ttl": ttl,
-        "hostname": opt(entry, "name", str, where),
+        "hostname": name,
         "rtt": rtt if rtt is not None and rtt < _WRAPPED_MS else None,
         "error": error,
         "mtu": nhmtu,
@@ -110,7 +148,7 @@ def _hop(ttl: int, replies: list[dict[str, Any]]) -> dict[str, Any]:
         first = [r for r in answering if r["ip"] == addresses[0]]
         rtts = [r["rtt"] for r in first if r["rtt"] is not None]
         hop.update(ip=addresses[0], hostname=first[0]["hostname"], other_ips=addresses[1:],
-                   rtt_ms=round(statistics.median(rtts), 6) if rtts else None)  # fmt: skip
+                   rtt_ms=round(median(rtts), 6) if rtts else None)  # fmt: skip
     return hop
 
 
