@@ -26,7 +26,7 @@ from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
-from pathwatch.models.window import SortedWindow
+from pathwatch.models.window import median
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ class RouteDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.tools: dict[str, _ToolRoutes] = {}
-        self.rtts = SortedWindow(24)      # last-hop RTTs of reached traces on known routes
-        self.delays = SortedWindow(36)    # latency minimum delays (baseline)
+        self.rtts: deque[float] = deque(maxlen=24)      # last-hop RTTs of reached traces on known routes
+        self.delays: deque[float] = deque(maxlen=36)    # latency minimum delays (baseline)
         self.recent_delays: deque[float] = deque(maxlen=2)
         self.failures: list[str] = []                    # consecutive failure descriptions
         self.first_failure: float | None = None
@@ -291,14 +291,14 @@ class RouteDetector(Detector):
         """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough."""
         if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
             return None
-        base = self.rtts.median()
+        base = median(self.rtts)
         return self._big(obs.last_rtt_ms - base, base)
 
     def _owd_step(self) -> float | None:
         """The step of the latest latency tests' minimum delay against their baseline, if big enough."""
         if len(self.recent_delays) < 1 or len(self.delays) < 6:
             return None
-        base = self.delays.median()
+        base = median(self.delays)
         return self._big(self.recent_delays[-1] - base, base)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
