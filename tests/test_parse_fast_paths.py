@@ -374,3 +374,40 @@ def test_atlas_hops_read_as_before():
                                   {"from": "10.0.0.2", "rtt": 2, "err": "H"}, {"from": "10.0.0.1", "rtt": 1.25, "mtu": 1400}]}  # fmt: skip
     for mutated in _mutations(entry, rng, 6_000):
         assert _outcome(_hop, mutated, "result[2]") == _outcome(_atlas_hop_checked, mutated, "result[2]"), mutated
+
+
+def _mtr_hops_checked(hubs: list) -> list:
+    """mtr._hops as it was before its fast path."""
+    from pathwatch.ingest.fields import number, obj
+    from pathwatch.ingest.formats.mtr import _asn, _count, _host
+
+    by_count = {}
+    for index, hub in enumerate(hubs):
+        where = f"report.hubs[{index}]"
+        hub = obj(hub, where)
+        count = _count(hub, where)
+        ip, hostname = _host(hub, where)
+        loss = number(hub, "Loss%", where, required=False, minimum=0)
+        average = number(hub, "Avg", where, required=False, minimum=0)
+        hop = by_count.setdefault(count, {"ttl": count, "ip": None, "other_ips": []})
+        if ip is None:
+            continue
+        if hop["ip"] is None:
+            hop.update(ip=ip, hostname=hostname, asn=_asn(hub, where))
+            hop["rtt_ms"] = average if average is not None and (loss is None or loss < 100) else None
+        elif ip != hop["ip"] and ip not in hop["other_ips"]:
+            hop["other_ips"].append(ip)
+    return [by_count[count] for count in sorted(by_count)]
+
+
+def test_mtr_hubs_read_as_before():
+    from pathwatch.ingest.formats.mtr import _hops
+
+    rng = random.Random(13)
+    hubs = [{"count": 1, "host": "10.0.0.1", "ASN": "AS64501", "Loss%": 0.0, "Snt": 10, "Avg": 0.5},
+            {"count": "2", "host": "r2 (10.0.0.2)", "Loss%": 100.0, "Avg": 0.0},
+            {"count": 2, "host": "10.0.0.3", "Loss%": 10, "Avg": 1.25}, {"count": 3, "host": "???"}]  # fmt: skip
+    for mutated in _mutations({"hubs": hubs}, rng, 6_000):
+        value = mutated.get("hubs")
+        if isinstance(value, list):
+            assert _outcome(_hops, value) == _outcome(_mtr_hops_checked, value), value

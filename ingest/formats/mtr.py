@@ -27,7 +27,7 @@ from typing import Any
 from ..build import ip_version, same_address, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import join, need, number, obj, opt, text_number
+from ..fields import join, need, number, obj, opt, plain_amount, text_number
 from ..registry import Format
 
 _NAME_AND_IP = re.compile(r"^(?P<name>[^\s()]+) \((?P<ip>[^\s()]+)\)$")
@@ -74,10 +74,14 @@ def _hops(hubs: list) -> list[dict[str, Any]]:
     for index, hub in enumerate(hubs):
         where = f"report.hubs[{index}]"
         hub = obj(hub, where)
-        count = _count(hub, where)
+        count = hub.get("count")
+        if not (count.__class__ is int and 1 <= count <= 255):  # else the hop number as it is
+            count = _count(hub, where)
         ip, hostname = _host(hub, where)
-        loss = number(hub, "Loss%", where, required=False, minimum=0)
-        average = number(hub, "Avg", where, required=False, minimum=0)
+        loss, average = hub.get("Loss%"), hub.get("Avg")
+        if not ((loss is None or plain_amount(loss)) and (average is None or plain_amount(average))):
+            loss = number(hub, "Loss%", where, required=False, minimum=0)
+            average = number(hub, "Avg", where, required=False, minimum=0)
         hop = by_count.setdefault(count, {"ttl": count, "ip": None, "other_ips": []})
         if ip is None:
             continue

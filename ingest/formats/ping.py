@@ -121,17 +121,18 @@ def _scan(payload: str) -> dict[str, Any]:
         line, field = raw.strip(), f"line {number}"
         if not line:
             continue
-        if stamp := _STAMP.match(line):
+        if line[:1] == "[" and (stamp := _STAMP.match(line)):
             seen["time"] = seen["time"] or _stamp_time(stamp.group(1), stamp.group(2), field)
             line = stamp.group(3)
-        if header := _HEADER.match(line):
+        if line.startswith("PING ") and (header := _HEADER.match(line)):
             if "header" in seen:
                 raise ParseError(field, f"a second ping run in one payload: {quote_line(line)}")
             seen["header"] = header
         elif reply := _REPLY.match(line):
-            seen["ttls"].append(text_number(reply.group("ttl"), field, int))
-            if reply.group("time") is not None:
-                seen["rtts"].append(text_number(reply.group("time"), field))
+            ttl, time = reply.group("ttl", "time")
+            seen["ttls"].append(text_number(ttl, field, int))
+            if time is not None:
+                seen["rtts"].append(text_number(time, field))
         elif (counts := _counts(line, field)) is not None:
             if "counts" in seen:
                 raise ParseError(field, f"a second statistics line in one payload: {quote_line(line)}")
