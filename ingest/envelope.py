@@ -54,15 +54,16 @@ _FIELDS = frozenset(RawEnvelope.model_fields)
 
 
 def _plainly_valid(value: dict) -> bool:
-    """True for an envelope that RawEnvelope accepts as it is (the usual case), checked in a third of
-    pydantic's time; anything unusual (non-ASCII text, subclasses, errors) goes to pydantic instead.
+    """True for an envelope that RawEnvelope accepts as it is (the usual case), told in about a quarter
+    of pydantic's time; anything unusual (non-ASCII text, subclasses, errors) is left to pydantic.
 
-    >>> _plainly_valid({"format": "ping", "source": "a", "payload": "PING"}), _plainly_valid({"format": "ping", "source": "", "payload": "x"})
+    >>> _plainly_valid({"format": "ping", "source": "a", "payload": "PING"}), _plainly_valid({"format": "ping", "source": ""})
     (True, False)
     """
     if not _FIELDS.issuperset(value):
         return False
-    fmt, payload, get = value["format"], value["payload"], value.get
+    get = value.get
+    fmt, payload = get("format"), get("payload")
     if fmt.__class__ is not str or not fmt.isascii() or payload.__class__ not in (dict, list, str):
         return False
     for key in ("source", "destination", "collected_at"):
