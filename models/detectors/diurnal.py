@@ -149,15 +149,18 @@ class DiurnalDetector(Detector):
 
     def _advance(self, t: float) -> list[Anomaly]:
         """Drop values older than the window; search for the trough when a check is due."""
-        horizon = t - self.p.window_days * DAY
-        for series in (self.runs, self.queue):
-            while series and series[0][0] < horizon:
-                series.popleft()
+        p = self.p
+        horizon = t - p.window_days * DAY
+        runs, queue = self.runs, self.queue
+        while runs and runs[0][0] < horizon:
+            runs.popleft()
+        while queue and queue[0][0] < horizon:
+            queue.popleft()
         if self.next_check is None:
-            self.next_check = t + self.p.every_s
+            self.next_check = t + p.every_s
         if t < self.next_check:
             return []
-        self.next_check = t + self.p.every_s
+        self.next_check = t + p.every_s
         return self._check(t)
 
     def _check(self, now: float) -> list[Anomaly]:

@@ -118,7 +118,14 @@ class SilenceDetector(Detector):
             cadence.gaps.append(t - last)
         if last is None or t > last:
             cadence.last = t
-        self._settle((kind,))
+        # Only this type's due time moved (_settle for one type, inlined: it runs per observation).
+        dues = self.dues
+        dues[kind] = self._due(kind)
+        earliest = None
+        for due in dues.values():
+            if due is not None and (earliest is None or due < earliest):
+                earliest = due
+        self._deadline = earliest
         return out
 
 
