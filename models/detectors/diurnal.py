@@ -17,7 +17,6 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
@@ -229,6 +228,8 @@ class DiurnalDetector(Detector):
         m_out = np.median(x_out)
         if not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
             return None
+        from scipy.stats import mannwhitneyu
+
         alternative = "less" if lower_is_worse else "greater"
         if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
             return None

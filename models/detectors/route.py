@@ -170,14 +170,14 @@ class RouteDetector(Detector):
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(delay)
-            pending = [tool for tool in self.tools.values() if tool.candidate is not None]
-            step = self._owd_step() if pending else None
+            pending = next((tool for tool in self.tools.values() if tool.candidate is not None), None)
+            step = self._owd_step() if pending is not None else None
             if step is not None:
                 # The delay step arrived after the candidate trace: it confirms the change now,
                 # before the next trace.
-                out = self._start_change(obs.t, pending[0], f"confirmed by a one-way delay step of {step:+.1f} ms", step)
+                out = self._start_change(obs.t, pending, f"confirmed by a one-way delay step of {step:+.1f} ms", step)
                 return out + self._success(obs.t, "latency packets returned")
-            if not pending and "route_change" not in self.episodes:
+            if pending is None and "route_change" not in self.episodes:
                 self.delays.append(delay)
         if self.failures or "unreachable" in self.episodes:
             return self._success(obs.t, "latency packets returned")
