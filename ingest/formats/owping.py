@@ -42,6 +42,7 @@ import math
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 from pathwatch.contract import timefmt
@@ -241,7 +242,9 @@ def _host(text: str) -> str | None:
     return None if text in ("", "***") else text
 
 
+@lru_cache(maxsize=1024)
 def _is_ip(text: str | None) -> bool:
+    """Whether ``text`` is a literal address; cached, as the same hosts come back run after run."""
     try:
         return text is not None and ipaddress.ip_address(text) is not None
     except ValueError:
