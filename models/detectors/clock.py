@@ -49,6 +49,11 @@ class ClockDetector(Detector):
         self.first_bad: float | None = None
         self.facts: dict = {}
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "floor_values" not in state:    # pickled before the floor's delays were kept apart
+            self.floor_values = deque((v for _, v in self.floor), maxlen=self.floor.maxlen)
+
     def observe(self, obs: LatencyObs) -> list[Anomaly]:
         delay = obs.delay_min_ms
         if not obs.ok or not obs.one_way or delay is None or obs.lost >= obs.sent > 0:

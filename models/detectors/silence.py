@@ -40,6 +40,13 @@ class _Cadence:
             return None
         return self.gaps.median()
 
+    def __setstate__(self, state) -> None:
+        """Restore a pickled cadence, also one pickled when the gaps were a plain deque (and a cached period)."""
+        slots = state[1] if isinstance(state, tuple) else state
+        gaps = slots["gaps"]
+        self.last = slots["last"]
+        self.gaps = gaps if isinstance(gaps, SortedWindow) else SortedWindow(gaps.maxlen, gaps)
+
 
 class SilenceDetector(Detector):
     name = "silence"
@@ -56,6 +63,13 @@ class SilenceDetector(Detector):
         # the earliest of them; an observation changes only its own type's.
         self.dues: dict[str, float | None] = {}
         self._deadline: float | None = None
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "dues" not in state:        # pickled before the due times were kept per type
+            self.__dict__.pop("_stale", None)
+            self.dues = {}
+            self._settle(self.cadences)
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
