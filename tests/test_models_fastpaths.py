@@ -1,0 +1,122 @@
+"""The detectors' shortcuts give exactly what the computations they stand in for give.
+
+Each shortcut (a sorted sliding window, a bound that skips a test, a pure-Python pre-check) is
+checked against the original computation on random inputs, including the awkward ones (ties,
+equal values of different types, signed zeros, NaNs, values near the decision line).
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import random
+import statistics
+from collections import deque
+
+import numpy as np
+import pytest
+from scipy.stats import binom, kendalltau, theilslopes
+
+from pathwatch.models.detectors.clock import ClockDetector, _may_drift
+from pathwatch.models.detectors.diurnal import busy_window, depth_bound
+from pathwatch.models.detectors.silence import SilenceDetector, _Cadence
+from pathwatch.models.monitor import PathMonitor
+from pathwatch.models.significance import tail_exceeds
+from pathwatch.models.window import SortedWindow, median
+from tests.detector_series import T0, latency
+
+
+def _same(a, b) -> bool:
+    return (a != a and b != b) or (type(a) is type(b) and a == b and math.copysign(1, a) == math.copysign(1, b))
+
+
+def test_sorted_window_median_is_statistics_median_of_the_same_window():
+    rng = random.Random(1)
+    for _ in range(300):
+        size = rng.randint(1, 30)
+        window, plain = SortedWindow(size), deque(maxlen=size)
+        for _ in range(120):
+            value = rng.choice([0.0, -0.0, 1, 1.0, 2.5, rng.random(), rng.randint(0, 5), 3.0,
+                                float("nan") if rng.random() < 0.02 else 4.0])
+            window.append(value)
+            plain.append(value)
+            assert list(window) == list(plain) or any(v != v for v in plain)
+            assert _same(window.median(), statistics.median(plain))
+            assert _same(median(plain), statistics.median(plain))
+
+
+def test_sorted_window_pickles_and_empty_median_raises_like_statistics():
+    window = SortedWindow(3, [3.0, 1.0, 2.0, 5.0])
+    copy = pickle.loads(pickle.dumps(window))
+    assert list(copy) == [1.0, 2.0, 5.0] and copy.median() == 2.0
+    with pytest.raises(statistics.StatisticsError):
+        SortedWindow(2).median()
+    with pytest.raises(statistics.StatisticsError):
+        median([])
+
+
+def test_binomial_tail_bounds_decide_as_scipy_does():
+    rng = random.Random(3)
+    for _ in range(20000):
+        n = rng.choice([rng.randint(1, 60), rng.randint(1, 5000), rng.randint(1000, 400000)])
+        p = 10 ** rng.uniform(-6.5, -0.01)
+        mean = n * p
+        k = max(1, min(n, int(rng.choice([mean * rng.uniform(0, 6), mean + rng.gauss(0, 9) * math.sqrt(mean + 1),
+                                           rng.randint(1, n)]))))
+        alpha = rng.choice([1e-6, 1e-4, 1e-3, 0.05])
+        assert tail_exceeds(k, n, p, alpha) == bool(binom.sf(k - 1, n, p) > alpha), (k, n, p, alpha)
+
+
+def test_depth_bound_is_never_below_the_window_search():
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        n = int(rng.integers(12, 60))
+        t = T0 + np.sort(rng.uniform(0, 3 * 86400, n))
+        x = 9e9 * (1 + rng.normal(0, 0.1, n))
+        x[rng.random(n) < 0.2] *= rng.uniform(0.2, 0.9)
+        for lower_is_worse in (True, False):
+            found = busy_window(t, x, lower_is_worse, 4)
+            bound = depth_bound(sorted(x.tolist()), lower_is_worse, 4)
+            assert found is None or found[2] <= bound
+
+
+def test_drift_precheck_never_rules_out_what_scipy_finds():
+    rng = random.Random(7)
+    for _ in range(1500):
+        times = sorted(T0 + rng.choice([600, 600, 601, 0, 1200]) * i + rng.choice([0, 0, rng.random()]) for i in range(18))
+        slope = rng.choice([0, 1, 2.9, 3.0, 3.1, 5, -4, 10])
+        values = [20 + slope * (t - times[0]) / 3600 + rng.choice([0, 0, rng.gauss(0, 0.5), round(rng.gauss(0, 2))])
+                  for t in times]
+        x, y = np.array(times) / 3600.0, np.array(values)
+        drifts = abs(theilslopes(y, x).slope) >= 3.0 and abs(kendalltau(x, y).statistic) >= 0.8
+        if drifts:
+            assert _may_drift([t / 3600.0 for t in times], values, 3.0, 0.8)
+
+
+def test_state_pickled_in_the_earlier_layout_restores():
+    """Silence cadences held a plain deque and a cached period, the clock no separate floor values."""
+    monitor = PathMonitor("a", "b")
+    for i in range(30):
+        monitor.observe(latency(T0 + 600 * i, 10.0))
+    silence = next(d for d in monitor.detectors if isinstance(d, SilenceDetector))
+    clock = next(d for d in monitor.detectors if isinstance(d, ClockDetector))
+    deadline = monitor.deadline()
+
+    cadence = _Cadence.__new__(_Cadence)
+    cadence.__setstate__((None, {"last": silence.cadences["latency"].last, "_period": None,
+                                 "gaps": deque(silence.cadences["latency"].gaps, maxlen=12)}))
+    old_silence = {k: v for k, v in silence.__dict__.items() if k != "dues"} | {"_stale": True,
+                                                                                "cadences": {"latency": cadence}}
+    restored_silence = SilenceDetector.__new__(SilenceDetector)
+    restored_silence.__setstate__(old_silence)
+    assert restored_silence.deadline() == deadline and restored_silence.dues == silence.dues
+
+    restored_clock = ClockDetector.__new__(ClockDetector)
+    restored_clock.__setstate__({k: v for k, v in clock.__dict__.items() if k != "floor_values"})
+    assert list(restored_clock.floor_values) == list(clock.floor_values)
+
+    old_monitor = {k: v for k, v in monitor.__dict__.items() if k != "calls"} | {"readers": {}}
+    restored = PathMonitor.__new__(PathMonitor)
+    restored.__setstate__(old_monitor)
+    assert restored.calls == {} and "readers" not in restored.__dict__
+    assert restored.observe(latency(T0 + 600 * 30, 10.0)) == []
