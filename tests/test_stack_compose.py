@@ -48,7 +48,7 @@ def test_the_system_has_every_service_with_health_checks_and_named_volumes():
     compose = _compose()
     services = compose["services"]
     assert set(services) >= {"kafka", "timescaledb", "init", "flink-jobmanager", "flink-taskmanager", "flink-jobs",
-                             "collectors", "superset"}
+                             "collectors", "superset", "migrate", "dashboards"}
     for name in ("kafka", "timescaledb", "flink-jobmanager", "superset"):
         assert "healthcheck" in services[name], f"{name} has no health check"
     used = {volume.split(":")[0] for service in services.values() for volume in service.get("volumes", [])}
@@ -57,6 +57,11 @@ def test_the_system_has_every_service_with_health_checks_and_named_volumes():
     assert services["kafka"]["image"].startswith("apache/kafka:4.3.1")
     for name in ("flink-jobmanager", "flink-taskmanager", "flink-jobs", "collectors", "init"):
         assert services[name]["build"]["dockerfile"] == "Dockerfile"
+    # The same set-up `stack up` makes: migrations, then the bundle imported once Superset answers.
+    assert services["migrate"]["command"] == ["pathwatch", "db", "migrate"]
+    assert services["dashboards"]["command"] == ["pathwatch", "dashboards", "import"]
+    assert services["dashboards"]["depends_on"] == {"migrate": {"condition": "service_completed_successfully"},
+                                                    "superset": {"condition": "service_healthy"}}
 
 
 def test_published_ports_are_loopback_with_the_local_stacks_defaults_and_variables():
