@@ -1,0 +1,298 @@
+"""Tickets: keys, body, policy and the reconciler's state machine (through an in-memory backend
+that exists only to unit-test the reconciler; the real systems are in test_tickets_rt.py)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+from dataclasses import replace
+
+import pytest
+
+from pathwatch.tickets import body, keys, policy, reconcile
+from pathwatch.tickets.backends.base import BackendUnavailable, ProblemState, Ticket
+from tests.tickets_stream import DAY, HOP, HOUR, T0, TEN, loss_step, route_change, scenario
+
+
+class MemoryBackend:
+    """Tickets in a dict; ``fail_next`` makes the next changing call raise after (or before) applying."""
+
+    name = "memory"
+
+    def __init__(self):
+        self.store: dict[str, dict] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.fail_next: str | None = None   # "before" or "after"
+
+    def _ticket(self, number: str) -> Ticket:
+        t = self.store[number]
+        return Ticket(number, f"mem#{number}", t["key"], t["status"], t["state"])
+
+    def tickets(self, key):
+        matching = sorted((n for n, t in self.store.items() if t["key"] == key), key=int, reverse=True)
+        return [self._ticket(n) for n in matching]
+
+    def _apply(self, action, number, change):
+        if self.fail_next == "before":
+            self.fail_next = None
+            raise BackendUnavailable("memory: down")
+        change()
+        self.calls.append((action, number))
+        if self.fail_next == "after":
+            self.fail_next = None
+            raise BackendUnavailable("memory: reply lost")
+        return self._ticket(number)
+
+    def create(self, key, subject, text, priority, state):
+        number = str(len(self.store) + 1)
+        def change():
+            self.store[number] = {"key": key, "status": "open", "state": state, "priority": priority,
+                                    "subject": subject, "texts": [text]}
+        return self._apply("create", number, change)
+
+    def _set(self, ticket, state, priority=None, status=None, text=None):
+        t = self.store[ticket.id]
+        t["state"] = state
+        if priority is not None:
+            t["priority"] = priority
+        if status:
+            t["status"] = status
+        if text:
+            t["texts"].append(text)
+
+    def comment(self, ticket, text, state, priority=None):
+        return self._apply("comment", ticket.id, lambda: self._set(ticket, state, priority, text=text))
+
+    def resolve(self, ticket, text, state):
+        return self._apply("resolve", ticket.id, lambda: self._set(ticket, state, status="resolved", text=text))
+
+    def reopen(self, ticket, text, state, priority):
+        return self._apply("reopen", ticket.id, lambda: self._set(ticket, state, priority, "open", text))
+
+    def update_state(self, ticket, state, priority=None):
+        return self._apply("update", ticket.id, lambda: self._set(ticket, state, priority))
+
+
+def test_docstring_examples_of_the_tickets_package():
+    attempted = 0
+    for name in ("keys", "body", "policy", "reconcile", "backends.base", "backends.webhook"):
+        module = importlib.import_module(f"pathwatch.tickets.{name}")
+        result = doctest.testmod(module)
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted >= 8
+
+
+# --- keys ---------------------------------------------------------------------------------------
+def test_route_changes_through_the_same_old_hop_share_a_key_and_other_hops_do_not():
+    a, b = route_change("x", "y", T0).to_dict(), route_change("p", "q", T0 + 60).to_dict()
+    c = route_change("x", "y", T0, hop="10.9.9.9").to_dict()
+    assert keys.problem_keys(a) == keys.problem_keys(b) == [f"route_change|hop:{HOP}"]
+    assert keys.problem_keys(c) == ["route_change|hop:10.9.9.9"]
+
+
+def test_a_route_change_diverging_at_the_first_hop_and_an_unanswered_hop():
+    assert keys.divergence_hop({"divergence_ttl": 1, "old_hops": ["10.0.0.1", "10.0.0.2"]}) == "10.0.0.1"
+    a = route_change("x", "y", T0).to_dict()
+    a["evidence"]["old_hops"][1] = None
+    assert keys.problem_keys(a) == ["route_change|path:x>y"]
+
+
+def test_mtu_lag_and_no_data_keys_name_the_shared_element():
+    mtu = {"kind": "mtu_blackhole", "source": "a", "destination": "b", "evidence": {"mtu_drop_hop": "10.1.1.1"}}
+    lag = {"kind": "rising_loss", "source": "a", "destination": "b", "evidence": {"lag_k_estimate": 4}}
+    ramp = {"kind": "rising_loss", "source": "a", "destination": "b", "evidence": {"loss_pct": 0.1}}
+    silent = {"kind": "no_data", "source": "a", "destination": "b", "evidence": {}}
+    assert keys.problem_keys(mtu) == ["mtu_blackhole|hop:10.1.1.1"]
+    assert keys.problem_keys(lag) == ["rising_loss|lag:k=4|to:b"]
+    assert keys.problem_keys(ramp) == ["rising_loss|path:a>b"]
+    assert keys.problem_keys(silent) == ["no_data|host:a"]
+
+
+# --- body ---------------------------------------------------------------------------------------
+def test_the_body_says_what_where_since_evidence_hypothesis_and_links_the_path_explorer():
+    a = route_change("ps1.x.example", "ps1.y.example", T0).to_dict()
+    text = body.body(a, keys.problem_keys(a)[0], "http://superset:8088")
+    assert f"What: {a['summary']}" in text
+    assert "Where: ps1.x.example → ps1.y.example" in text
+    assert f"old hops from TTL 3: 90.147.1.149 {HOP} 62.40.3.167 62.40.2.84" in text
+    assert "Since: 2026-01-01T00:00:00Z" in text
+    assert "  rtt_step_ms: 3.4" in text
+    assert f"Hypothesis: Traffic no longer goes through {HOP} at hop 4" in text
+    link = [line for line in text.splitlines() if line.startswith("Path explorer: ")][0].split(": ", 1)[1]
+    assert link.startswith("http://superset:8088/superset/dashboard/path-explorer/?native_filters=")
+    from urllib.parse import parse_qs, urlsplit
+    filters = parse_qs(urlsplit(link).query)["native_filters"][0]
+    assert "NATIVE_FILTER-source:(extraFormData:(filters:!((col:source,op:IN,val:!(ps1.x.example)))" in filters
+    assert "val:!(ps1.y.example)" in filters
+
+
+def test_the_mtu_hypothesis_names_the_hop_and_both_mtus():
+    a = {"kind": "mtu_blackhole", "evidence": {"path_mtu_before": 9000, "path_mtu_now": 1500, "mtu_drop_ttl": 12,
+                                               "mtu_drop_hop": "10.1.1.1", "silent_after_drop": False}}
+    assert body.hypothesis(a) == "MTU mismatch at hop 12 (10.1.1.1): pmtu 1500 on a 9000-byte path."
+
+
+def test_rison_quotes_what_needs_it():
+    assert body.rison("it's!") == "'it!'s!!'"
+    assert body.rison([]) == "!()" and body.rison({}) == "()" and body.rison(None) == "!n"
+
+
+# --- policy -------------------------------------------------------------------------------------
+def test_policy_file_errors_name_the_field(tmp_path):
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("priorities: {major: high}\n")
+    with pytest.raises(policy.PolicyError, match=r"policy.yaml, field priorities.major: "):
+        policy.load(bad)
+    bad.write_text("quiet: [{knd: x}]\n")
+    with pytest.raises(policy.PolicyError, match=r"field quiet.0.knd: Extra inputs"):
+        policy.load(bad)
+
+
+def test_quiet_rules_match_kind_and_site_until_their_end(tmp_path):
+    file = tmp_path / "p.yaml"
+    file.write_text("quiet: [{kind: loss_step, site: a.example, until: '2026-01-02T00:00:00Z'}]\n")
+    rules = policy.load(file)
+    a = loss_step(T0, source="ps1.a.example").to_dict()
+    assert rules.quiet_for(a, T0) and not rules.quiet_for(a, T0 + DAY)
+    assert not rules.quiet_for(loss_step(T0, source="ps1.c.example", destination="ps1.d.example").to_dict(), T0)
+
+
+# --- the reconciler -----------------------------------------------------------------------------
+def _run(steps, reconciler):
+    return [reconciler.handle(step.anomaly) for step in steps]
+
+
+def test_the_scenario_yields_exactly_the_expected_tickets_comments_and_statuses():
+    backend = MemoryBackend()
+    steps = scenario()
+    outcomes = _run(steps, reconcile.Reconciler(backend, clock=lambda: T0))
+    assert [o.action for o in outcomes] == [s.action for s in steps]
+    assert len(backend.store) == 3
+    loss, route, later = (backend.store[n] for n in ("1", "2", "3"))
+    assert loss["status"] == "resolved" and route["status"] == "resolved" and later["status"] == "open"
+    assert loss["key"] == later["key"] == "loss_step|path:ps1.a.example>ps1.b.example"
+    assert route["key"] == f"route_change|hop:{HOP}"
+    assert len(route["state"].members) == 10 and route["state"].open_members == {}
+    assert [a for a, n in backend.calls if n == "1"] == ["create", "comment", "resolve", "reopen", "resolve"]
+    assert [a for a, n in backend.calls if n == "2"] == ["create"] + ["comment"] * 18 + ["resolve"]
+    assert loss["priority"] == 30     # reopened by a warning
+    assert "Also on ps1.s1.example → ps1.far.example (now 2 paths)." in route["texts"][1]
+    assert route["texts"][9].startswith("Also on ps1.s9.example → ps1.far.example (now 10 paths).")
+    assert route["texts"][10].startswith("Recovered on ps1.s0.example → ps1.far.example")
+    assert "still affected: 9 path(s)" in route["texts"][10]
+    assert "all 10 path(s) are clear" in route["texts"][-1]
+
+
+def test_replaying_the_stream_on_a_restarted_reconciler_changes_nothing():
+    backend = MemoryBackend()
+    steps = scenario()
+    _run(steps, reconcile.Reconciler(backend))
+    calls = list(backend.calls)
+    outcomes = _run(steps, reconcile.Reconciler(backend))   # a restart from the first offset
+    assert backend.calls == calls
+    assert {o.action for o in outcomes} <= {"skip", "update"}
+    assert len(backend.store) == 3
+
+
+def test_restart_mid_stream_continues_without_duplicates():
+    steps = scenario()
+    whole = MemoryBackend()
+    _run(steps, reconcile.Reconciler(whole))
+    backend = MemoryBackend()
+    _run(steps[:12], reconcile.Reconciler(backend))
+    _run(steps[9:], reconcile.Reconciler(backend))   # restarted, re-reading three messages
+    assert backend.calls == whole.calls
+    assert {n: (t["status"], t["state"]) for n, t in backend.store.items()} == \
+           {n: (t["status"], t["state"]) for n, t in whole.store.items()}
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_failed_call_is_retried_without_losing_or_repeating_it(when):
+    steps = scenario()
+    whole = MemoryBackend()
+    _run(steps, reconcile.Reconciler(whole))
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    for index, step in enumerate(steps):
+        if index in (0, 1, 3, 4, 8, 20):
+            backend.fail_next = when
+            with pytest.raises(BackendUnavailable):
+                reconciler.handle(step.anomaly)
+        reconciler.handle(step.anomaly)   # the retry
+    assert backend.calls == whole.calls
+    assert [t["status"] for t in backend.store.values()] == ["resolved", "resolved", "open"]
+
+
+def test_quiet_mode_opens_nothing_but_still_resolves(tmp_path):
+    file = tmp_path / "p.yaml"
+    file.write_text("quiet: [{kind: route_change}]\n")
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend, policy.load(file))
+    outcome = reconciler.handle(route_change("x", "y", T0).to_dict())
+    assert outcome.action == "skip" and outcome.detail == "quiet mode" and backend.store == {}
+    # A ticket opened before the quiet rule: new paths update silently, the end resolves it.
+    loud = reconcile.Reconciler(backend)
+    first, second = route_change("a", "b", T0), route_change("c", "d", T0 + 60)
+    loud.handle(first.to_dict())
+    quiet = reconcile.Reconciler(backend, policy.load(file))
+    assert quiet.handle(second.to_dict()).action == "update"
+    assert quiet.handle(first.closed(T0 + HOUR).to_dict()).action == "update"
+    assert quiet.handle(second.closed(T0 + HOUR).to_dict()).action == "resolve"
+    assert [a for a, _ in backend.calls] == ["create", "update", "update", "resolve"]
+
+
+def test_rate_limit_per_kind_and_site(tmp_path):
+    file = tmp_path / "p.yaml"
+    file.write_text("rate_limit: {max_new: 2, per_s: 600}\n")
+    backend = MemoryBackend()
+    now = [T0]
+    reconciler = reconcile.Reconciler(backend, policy.load(file), clock=lambda: now[0])
+    paths = [("ps1.a.example", f"ps1.d{i}.example") for i in range(3)]
+    actions = [reconciler.handle(loss_step(T0, source=s, destination=d).to_dict()).action for s, d in paths]
+    assert actions == ["create", "create", "skip"]
+    other_site = reconciler.handle(loss_step(T0, source="ps1.z.example", destination="ps1.d0.example").to_dict())
+    assert other_site.action == "create"
+    now[0] += 601   # the window has passed: the held-back problem gets its ticket on its next state
+    assert reconciler.handle(loss_step(T0, severity="major", source=paths[2][0], destination=paths[2][1]).to_dict()).action == "create"
+
+
+def test_below_min_severity_and_closed_unknown_anomalies_open_nothing():
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    assert reconciler.handle(loss_step(T0, severity="info").to_dict()).action == "skip"
+    assert reconciler.handle(loss_step(T0).closed(T0 + HOUR).to_dict()).action == "skip"
+    assert backend.store == {}
+
+
+def test_growing_raises_the_priority():
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    for step in scenario()[:2]:
+        reconciler.handle(step.anomaly)
+    assert backend.store["1"]["priority"] == 60
+
+
+def test_priority_follows_severity_and_beyond_the_reopen_window_is_a_new_ticket():
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    first = loss_step(T0, severity="critical")
+    reconciler.handle(first.to_dict())
+    assert backend.store["1"]["priority"] == 90
+    reconciler.handle(first.closed(T0 + HOUR).to_dict())
+    assert reconciler.handle(loss_step(T0 + HOUR + DAY + 1).to_dict()).action == "create"
+    assert backend.store["2"]["priority"] == 30
+
+
+def test_clock_errors_of_one_host_join_one_ticket_from_either_end():
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    def clock(source, destination, start):
+        return Anomaly.open("clock_error", source, destination, start=start, detected_at=start, severity="major",
+                            score=1.0, summary="Clock trouble.", evidence={}).to_dict()
+    from pathwatch.models.anomaly import Anomaly
+    actions = [reconciler.handle(clock(s, d, T0)).action
+               for s, d in [("cern", "bnl"), ("bnl", "cern"), ("cern", "desy"), ("uw", "cern")]]
+    assert actions == ["create", "comment", "comment", "comment"]
+    assert len(backend.store) == 1 and backend.store["1"]["key"] == "clock_error|host:cern"

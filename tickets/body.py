@@ -1,0 +1,190 @@
+"""Ticket text from anomalies: subject, body, and the comments on growth, recovery and return.
+
+Pure: strings in, strings out. The body says what, where (hops included), since when, the
+evidence in numbers, a one-line hypothesis, and links to Superset's path explorer filtered on
+the path.
+
+>>> rison({"a": ["x y", "b"], "n": 1})
+"(a:!('x y',b),n:1)"
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping
+from urllib.parse import quote
+
+from pathwatch.tickets.keys import divergence_hop, path_of
+
+_RISON_ID = re.compile(r"^[A-Za-z_./~-][A-Za-z0-9_./~-]*$")
+
+
+def rison(value: Any) -> str:
+    """Rison (the URL-friendly JSON Superset's ``native_filters`` parameter takes)."""
+    if value is None:
+        return "!n"
+    if value is True or value is False:
+        return "!t" if value else "!f"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        if value and _RISON_ID.match(value):
+            return value
+        return "'" + value.replace("!", "!!").replace("'", "!'") + "'"
+    if isinstance(value, (list, tuple)):
+        return "!(" + ",".join(rison(item) for item in value) + ")"
+    if isinstance(value, Mapping):
+        return "(" + ",".join(f"{rison(str(k))}:{rison(v)}" for k, v in sorted(value.items())) + ")"
+    raise TypeError(f"rison: cannot encode {type(value).__name__}")
+
+
+def path_explorer_url(superset_url: str | None, source: str | None, destination: str | None) -> str | None:
+    """The path explorer dashboard with its source and destination filters set to the path."""
+    if not superset_url:
+        return None
+    filters = {}
+    for column, value in (("source", source), ("destination", destination)):
+        if value:
+            filter_id = f"NATIVE_FILTER-{column}"
+            filters[filter_id] = {
+                "id": filter_id,
+                "extraFormData": {"filters": [{"col": column, "op": "IN", "val": [value]}]},
+                "filterState": {"value": [value], "label": value},
+                "ownState": {},
+            }
+    base = f"{superset_url.rstrip('/')}/superset/dashboard/path-explorer/"
+    return base + ("?native_filters=" + quote(rison(filters), safe="") if filters else "")
+
+
+def _arrow(anomaly: Mapping[str, Any]) -> str:
+    return f"{anomaly.get('source') or '?'} → {anomaly.get('destination') or '?'}"
+
+
+def element(key: str) -> str:
+    """The shared element a key names, for people ("hop 10.0.0.1", "host ps1.a", "path a → b").
+
+    >>> element("route_change|hop:10.0.0.1"), element("loss_step|path:a>b")
+    ('hop 10.0.0.1', 'path a → b')
+    """
+    scope, _, what = key.split("|", 1)[1].partition(":")
+    if scope == "path":
+        return "path " + what.replace(">", " → ", 1)
+    if scope == "lag":
+        return "a link bundle (" + what.replace("|to:", ", toward ") + ")"
+    return f"{scope} {what}"
+
+
+def subject(anomaly: Mapping[str, Any], key: str) -> str:
+    """One line: kind, shared element, first path."""
+    where = element(key)
+    first = "" if where.startswith("path ") else f" ({_arrow(anomaly)})"
+    return f"[pathwatch] {anomaly['kind'].replace('_', ' ')} at {where}{first}"
+
+
+def hypothesis(anomaly: Mapping[str, Any]) -> str:
+    """A one-line guess at the cause, from the kind and its evidence."""
+    kind, e = anomaly["kind"], anomaly.get("evidence") or {}
+    if kind == "route_change":
+        hop = divergence_hop(e) or "an unanswered hop"
+        ases = f" (AS path {'-'.join(map(str, e.get('old_as_path') or []))} → {'-'.join(map(str, e.get('new_as_path') or []))})" \
+            if e.get("as_changed") else ""
+        step = f", RTT/OWD {e['rtt_step_ms']:+.1f} ms" if isinstance(e.get("rtt_step_ms"), (int, float)) else ""
+        return f"Traffic no longer goes through {hop} at hop {e.get('divergence_ttl')}: a link or peering change there{ases}{step}."
+    if kind == "mtu_blackhole":
+        if "path_mtu_now" in e:
+            silent = ", and ICMP 'fragmentation needed' does not come back (silence beyond it)" if e.get("silent_after_drop") else ""
+            return (f"MTU mismatch at hop {e.get('mtu_drop_ttl')} ({e.get('mtu_drop_hop')}): pmtu {e['path_mtu_now']} "
+                    f"on a {e.get('path_mtu_before')}-byte path{silent}.")
+        return "An MTU black hole: TCP stalls at the start of runs, as when large packets vanish and PMTUD fails."
+    if kind == "rising_loss" and "lag_k_estimate" in e:
+        k = e["lag_k_estimate"]
+        return f"A failing member in a {k}-link aggregate: about 1 in {k} flows hash onto it and lose packets."
+    if kind == "rising_loss":
+        return f"Loss rising slowly (now {e.get('loss_pct')} %): a degrading optic, dirty fibre or a link filling up."
+    if kind == "loss_step":
+        return "Loss stepped up at once: a faulty link or interface, or a policer on the path."
+    if kind == "throughput_drop":
+        cause = (e.get("likely_cause") or {}).get("cause") or e.get("rule_cause")
+        return f"Throughput dropped {e.get('drop_pct')} %; the run-cause classifier says: {cause}." if cause \
+            else f"Throughput dropped {e.get('drop_pct')} %."
+    if kind == "window_limited":
+        return "A TCP window limit (rate ≈ window / RTT, no loss): raise the hosts' TCP buffers."
+    if kind == "diurnal_saturation":
+        return f"Congestion in the busy hours {e.get('busy_hours_utc')} UTC: a link near capacity at those times."
+    if kind == "latency_shift":
+        return f"One-way delay shifted {e.get('step_ms')} ms: a longer route or a new queue on the path."
+    if kind == "clock_error":
+        return "A host's clock is not synchronised (check NTP/PTP on both ends); one-way delays are wrong."
+    if kind == "unreachable":
+        return "The destination does not answer: host down, or a filter or broken route on the path."
+    if kind == "no_data":
+        return f"The collector on {anomaly.get('source')} stopped publishing: host down, pscheduler or the archiver stalled."
+    return anomaly.get("summary") or kind
+
+
+def _evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for name, value in evidence.items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value, separators=(", ", ": "))
+        lines.append(f"  {name}: {value}")
+    return lines
+
+
+def where_lines(anomaly: Mapping[str, Any]) -> list[str]:
+    """Source, destination and, when the evidence has them, the hops involved."""
+    e = anomaly.get("evidence") or {}
+    lines = [f"Where: {_arrow(anomaly)}"]
+    if anomaly["kind"] == "route_change" and e.get("old_hops") is not None:
+        first = max(int(e.get("divergence_ttl") or 1) - 2, 0) + 1
+        lines.append(f"  old hops from TTL {first}: {' '.join(h or '*' for h in e['old_hops'])}")
+        lines.append(f"  new hops from TTL {first}: {' '.join(h or '*' for h in e.get('new_hops') or [])}")
+    if anomaly["kind"] == "mtu_blackhole" and e.get("mtu_drop_hop"):
+        lines.append(f"  MTU drop at hop {e.get('mtu_drop_ttl')}: {e['mtu_drop_hop']}")
+    return lines
+
+
+def body(anomaly: Mapping[str, Any], key: str, superset_url: str | None = None) -> str:
+    """The ticket's first message."""
+    link = path_explorer_url(superset_url, anomaly.get("source"), anomaly.get("destination"))
+    return "\n".join([
+        f"What: {anomaly['summary']}",
+        *where_lines(anomaly),
+        f"Since: {anomaly['start']} (detected {anomaly['detected_at']})",
+        f"Severity: {anomaly['severity']} (score {anomaly['score']})",
+        f"Hypothesis: {hypothesis(anomaly)}",
+        "Evidence:",
+        *_evidence_lines(anomaly.get("evidence") or {}),
+        f"Path explorer: {link}" if link else "Path explorer: (no Superset configured)",
+        "",
+        f"Problem key: {key}",
+        f"Anomaly: {anomaly['id']} ({anomaly['kind']}, detector {anomaly.get('detector_version')})",
+    ])
+
+
+def grown_comment(anomaly: Mapping[str, Any], paths: int, new_path: bool, superset_url: str | None = None) -> str:
+    """A comment when the problem reaches another path or gets more severe."""
+    link = path_explorer_url(superset_url, anomaly.get("source"), anomaly.get("destination"))
+    head = (f"Also on {_arrow(anomaly)} (now {paths} paths)." if new_path
+            else f"Worse on {_arrow(anomaly)}: severity {anomaly['severity']}.")
+    return "\n".join([head, f"What: {anomaly['summary']}", *where_lines(anomaly)[1:],
+                      f"Since: {anomaly['start']}", f"Severity: {anomaly['severity']} (score {anomaly['score']})",
+                      *([f"Path explorer: {link}"] if link else []), f"Anomaly: {anomaly['id']}"])
+
+
+def recovered_comment(anomaly: Mapping[str, Any], still_open: int) -> str:
+    """A path recovered while others are still affected."""
+    return f"Recovered on {_arrow(anomaly)} at {anomaly.get('end')}; still affected: {still_open} path(s).\nAnomaly: {anomaly['id']}"
+
+
+def resolved_text(anomaly: Mapping[str, Any], paths: int) -> str:
+    """The comment that goes with resolving: the last path recovered."""
+    ended = (anomaly.get("evidence") or {}).get("ended") or (anomaly.get("evidence") or {}).get("recovered")
+    why = f" ({ended})" if ended else ""
+    return f"Resolved: {_arrow(anomaly)} recovered at {anomaly.get('end')}{why}; all {paths} path(s) are clear.\nAnomaly: {anomaly['id']}"
+
+
+def reopened_text(anomaly: Mapping[str, Any], superset_url: str | None = None) -> str:
+    """The comment that goes with reopening: the problem is back within the reopen window."""
+    return "Back again within the reopen window.\n" + body(anomaly, "", superset_url).split("\n\nProblem key:")[0]

@@ -1,0 +1,202 @@
+"""Anomaly states in, ticket operations out: the state machine, driven through a Backend.
+
+Per anomaly message (one state of one episode) :meth:`Reconciler.handle` finds the problem's
+ticket (by key, from its cache or the backend), works out the ticket's next state and makes
+at most one call that changes the ticket:
+
+=================================================  ======================================
+the anomaly                                         the ticket
+=================================================  ======================================
+opens, no ticket (or resolved beyond the window)    create (subject to quiet mode, rate limit)
+opens, the ticket was resolved within the window    reopen, with a comment
+opens on another path of an open problem            comment "also on …" (+ priority)
+grows past the problem's worst severity             comment "worse on …" (+ priority)
+closes while other paths are still affected         comment "recovered on …"
+closes, the last open one                           resolve, with a comment
+anything else that changes the stored state         silent state update
+a state the ticket already holds, or an older one   nothing (a member's severity only rises,
+                                                    and a closed member stays closed)
+=================================================  ======================================
+
+Every call carries the new state, so after a failure the whole message is simply handled
+again: what already happened is found in the ticket and not repeated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from pathwatch.contract.timefmt import parse_rfc3339
+from pathwatch.tickets import body
+from pathwatch.tickets.backends.base import Backend, BackendError, Member, ProblemState, Ticket
+from pathwatch.tickets.keys import path_of, problem_keys
+from pathwatch.tickets.policy import Policy, RateLimiter, rank, site_of
+
+log = logging.getLogger(__name__)
+
+CREATE, COMMENT, RESOLVE, REOPEN, UPDATE = "create", "comment", "resolve", "reopen", "update"
+SKIP = "skip"   # nothing done, with the reason in ``detail``
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one anomaly message did: the action, the problem key, the ticket (if any), why."""
+
+    action: str
+    anomaly_id: str
+    key: str
+    ticket: Ticket | None = None
+    detail: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return self.action not in (SKIP,)
+
+
+def _seconds(text: str) -> float:
+    return parse_rfc3339(text).timestamp()
+
+
+def merge(old: Member, new: Member) -> Member:
+    """The later of two states of one anomaly: the higher severity, and closed once closed.
+
+    >>> merge(Member("a>b", "major", True), Member("a>b", "warning", False))
+    Member(path='a>b', severity='major', open=False)
+    """
+    severity = old.severity if rank(old.severity) >= rank(new.severity) else new.severity
+    return Member(old.path, severity, old.open and new.open)
+
+
+class Reconciler:
+    """Keeps one backend's tickets in step with anomaly states (see the module's table)."""
+
+    def __init__(self, backend: Backend, policy: Policy | None = None, superset_url: str | None = None,
+                 clock: Callable[[], float] = time.time):
+        self.backend = backend
+        self.policy = policy or Policy()
+        self.superset_url = superset_url
+        self.clock = clock
+        self.rate = RateLimiter(self.policy.rate_limit)
+        self._tickets: dict[str, list[Ticket]] = {}
+
+    def forget(self) -> None:
+        """Drop the cached tickets (after an error, the backend's word is the truth)."""
+        self._tickets.clear()
+
+    def _find(self, key: str) -> list[Ticket]:
+        if key not in self._tickets:
+            self._tickets[key] = list(self.backend.tickets(key))
+        return self._tickets[key]
+
+    def _keep(self, ticket: Ticket) -> Ticket:
+        """Cache a ticket as the backend returned it: in place, or first when it is new."""
+        tickets = self._tickets.setdefault(ticket.key, [])
+        ids = [t.id for t in tickets]
+        if ticket.id in ids:
+            tickets[ids.index(ticket.id)] = ticket
+        else:
+            tickets.insert(0, ticket)
+        return ticket
+
+    def _choose(self, anomaly: Mapping[str, Any]) -> tuple[str, Ticket | None]:
+        """The problem key and its ticket: one that holds this anomaly, else an open one, else the
+        first candidate key's newest ticket (None if it never had one)."""
+        candidates = problem_keys(anomaly)
+        found = [(key, self._find(key)) for key in candidates]
+        for key, tickets in found:
+            for ticket in tickets:
+                if anomaly["id"] in ticket.state.members:
+                    return key, ticket
+        for key, tickets in found:
+            if tickets and tickets[0].is_open:
+                return key, tickets[0]
+        key, tickets = found[0]
+        return key, (tickets[0] if tickets else None)
+
+    def handle(self, anomaly: Mapping[str, Any]) -> Outcome:
+        """Apply one anomaly state (a dict of the anomaly contract) to its ticket."""
+        try:
+            return self._handle(anomaly)
+        except BackendError:
+            self.forget()
+            raise
+
+    def _handle(self, a: Mapping[str, Any]) -> Outcome:
+        key, ticket = self._choose(a)
+        aid, is_open, severity = a["id"], a["end"] is None, a["severity"]
+        member = Member(path_of(a), severity, is_open)
+        priority = self.policy.priority
+        now = self.clock()
+        quiet = self.policy.quiet_for(a, now)
+        known = ticket is not None and aid in ticket.state.members
+        if known:
+            # A member's state only moves one way (severity up, open to closed), so an older state
+            # read again (a replay, a restart from an earlier offset) changes nothing.
+            member = merge(ticket.state.members[aid], member)
+            if ticket.state.members[aid] == member:
+                return Outcome(SKIP, aid, key, ticket, "already recorded")
+        if not known:
+            if not is_open:
+                return Outcome(SKIP, aid, key, ticket, "closed before it had a ticket")
+            if not self.policy.wants(severity):
+                return Outcome(SKIP, aid, key, ticket, f"severity {severity} is below {self.policy.min_severity}")
+            if ticket is not None and ticket.is_open:
+                return self._join(a, key, ticket, member, quiet)
+            if quiet:
+                return Outcome(SKIP, aid, key, ticket, "quiet mode")
+            if ticket is not None and ticket.state.cleared_at is not None \
+                    and _seconds(a["start"]) - ticket.state.cleared_at <= self.policy.reopen_window_s:
+                state = ProblemState({**ticket.state.members, aid: member}, None)
+                done = self.backend.reopen(ticket, body.reopened_text(a, self.superset_url), state, priority(severity))
+                return Outcome(REOPEN, aid, key, self._keep(done))
+            bucket = f"{a['kind']}|{site_of(a['source'], self.policy.sites) if a.get('source') else ''}"
+            if not self.rate.allow(bucket, now):
+                return Outcome(SKIP, aid, key, ticket, f"rate limit: {self.policy.rate_limit.max_new} new tickets "
+                                                        f"per {self.policy.rate_limit.per_s:g} s for {bucket}")
+            state = ProblemState({aid: member}, None)
+            done = self.backend.create(key, body.subject(a, key), body.body(a, key, self.superset_url),
+                                       priority(severity), state)
+            return Outcome(CREATE, aid, key, self._keep(done))
+        return self._update(a, key, ticket, member, quiet)
+
+    def _join(self, a, key: str, ticket: Ticket, member: Member, quiet: bool) -> Outcome:
+        """Another anomaly (usually another path) of an open problem."""
+        old = ticket.state
+        state = ProblemState({**old.members, a["id"]: member}, None)
+        new_path = member.path not in {m.path for m in old.open_members.values()}
+        worse = old.worst is None or rank(member.severity) > rank(old.worst)
+        raise_to = self.policy.priority(state.worst) if worse else None
+        if quiet or not (new_path or worse):
+            done = self.backend.update_state(ticket, state, raise_to)
+            return Outcome(UPDATE, a["id"], key, self._keep(done), "quiet mode" if quiet else "same path, not worse")
+        text = body.grown_comment(a, state.open_paths, new_path, self.superset_url)
+        done = self.backend.comment(ticket, text, state, raise_to)
+        return Outcome(COMMENT, a["id"], key, self._keep(done), "new path" if new_path else "worse")
+
+    def _update(self, a, key: str, ticket: Ticket, member: Member, quiet: bool) -> Outcome:
+        """A new state of an anomaly the ticket already covers: grown, changed, or closed."""
+        old = ticket.state
+        members = {**old.members, a["id"]: member}
+        if not member.open:
+            still = ProblemState(members, None)
+            if still.open_members:
+                if quiet:
+                    return Outcome(UPDATE, a["id"], key, self._keep(self.backend.update_state(ticket, still)), "quiet mode")
+                done = self.backend.comment(ticket, body.recovered_comment(a, still.open_paths), still)
+                return Outcome(COMMENT, a["id"], key, self._keep(done), "recovered")
+            state = replace(still, cleared_at=_seconds(a["end"]))
+            if not ticket.is_open:
+                return Outcome(UPDATE, a["id"], key, self._keep(self.backend.update_state(ticket, state)), "already resolved")
+            done = self.backend.resolve(ticket, body.resolved_text(a, state.paths), state)
+            return Outcome(RESOLVE, a["id"], key, self._keep(done))
+        state = ProblemState(members, None)
+        worse = old.worst is None or rank(member.severity) > rank(old.worst)
+        if worse and not quiet and ticket.is_open:
+            done = self.backend.comment(ticket, body.grown_comment(a, state.open_paths, False, self.superset_url),
+                                        state, self.policy.priority(member.severity))
+            return Outcome(COMMENT, a["id"], key, self._keep(done), "worse")
+        done = self.backend.update_state(ticket, state, self.policy.priority(state.worst) if worse else None)
+        return Outcome(UPDATE, a["id"], key, self._keep(done), "changed, not worse")
