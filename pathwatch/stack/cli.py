@@ -47,8 +47,11 @@ def _fail(error: Exception) -> None:
     raise typer.Exit(EXIT_FAILED)
 
 
+WithTickets = Annotated[bool, typer.Option("--with-tickets", help="Also Request Tracker 5 and Alertmanager (setting tickets_enabled).")]
+
+
 @app.command()
-def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False) -> None:
+def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False, with_tickets: WithTickets = False) -> None:
     """Install what is missing, start every service, wait until ready, and show the status.
 
     The first run downloads Kafka and the Flink connectors (Maven), builds a Debian 13 root with
@@ -61,11 +64,15 @@ def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = Fals
     from pathwatch.stack.component import StackError
 
     config = _config(home, config_file)
+    if with_tickets:
+        import dataclasses
+
+        config = dataclasses.replace(config, tickets_enabled=1)
     err = _console(stderr=True)
     started = time.monotonic()
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[name]:<12}[/bold]"), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err, transient=not err.is_terminal) as progress:
-        tasks = {name: progress.add_task("waiting", name=name, total=1) for name in manage.NAMES}
+        tasks = {part.name: progress.add_task("waiting", name=part.name, total=1) for part in manage.components(config)}
 
         def report(name: str, message: str) -> None:
             done = message == "ready" or message.startswith("failed")
@@ -140,6 +147,9 @@ def _connect_text(part) -> str:
         "timescaledb": [f"{info.get('dsn')}", f"read-only: {info.get('dsn_readonly')}" if info.get("dsn_readonly") else "",
                         f"timescaledb {info.get('extension_version')} ({info.get('license')} license)" if info.get("license") else ""],
         "superset": [f"{info.get('url')}", f"admin {info.get('admin_user')} / {info.get('admin_password')}"],
+        "rt": [f"{info.get('url')} queue {info.get('queue')}", f"root / {info.get('root_password')}" if info.get("root_password") else "",
+               f"bot token in {info.get('token_file')}"],
+        "alertmanager": [f"{info.get('url')}", f"notifies {info.get('receiver_url')}"],
         "flink": [f"jars in {info.get('jar_dir')}", f"{len(info.get('jobs') or [])} pathwatch job(s) running"]
                  + [f"job {job['name']} pid {job['pid']}" for job in info.get("jobs") or []],
     }.get(part.name, [])
@@ -147,7 +157,7 @@ def _connect_text(part) -> str:
 
 
 @app.command()
-def logs(component: Annotated[str, typer.Argument(help="kafka, timescaledb, superset, flink, or an install log: maven, debootstrap, superset-install.")],
+def logs(component: Annotated[str, typer.Argument(help="kafka, timescaledb, superset, flink, rt, alertmanager, or an install log: maven, debootstrap, superset-install.")],
          home: Home = None, config_file: ConfigFile = None,
          lines: Annotated[int, typer.Option("--lines", "-n", help="How many lines from the end.")] = 50,
          follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new lines (Ctrl-C stops).")] = False) -> None:

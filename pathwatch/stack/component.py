@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import threading
 import time
@@ -142,6 +143,20 @@ class Component:
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)
         self.stamp("jars", key)
+
+
+def fill(template: str, **values: object) -> str:
+    """``template`` with each ``@name@`` replaced (for files whose own syntax uses ``$``, like Perl).
+
+    >>> fill("Set($WebPort, @port@);", port=80)
+    'Set($WebPort, 80);'
+    """
+    for name, value in values.items():
+        template = template.replace(f"@{name}@", str(value))
+    left = re.findall(r"@([a-z_]+)@", template)
+    if left:
+        raise StackError(f"template: no value for {', '.join(sorted(set(left)))}")
+    return template
 
 
 def digest(text: str) -> str:

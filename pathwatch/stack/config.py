@@ -68,6 +68,22 @@ class StackConfig:
     pipeline_parallelism: int = 1
     # Seconds to wait for a started service to become ready.
     ready_timeout: float = 180.0
+    # Tickets (`stack up --with-tickets`, or 1 here): Request Tracker 5 and Alertmanager.
+    tickets_enabled: int = 0
+    # Request Tracker 5 (Debian packages, SQLite, rt-server): port, Starlet workers, the queue
+    # pathwatch files into, bcrypt cost of passwords and tokens (tests lower it); or an existing
+    # RT's URL (its token in PATHWATCH_RT_TOKEN).
+    rt_port: int = 18180
+    rt_workers: int = 2
+    rt_queue: str = "NOC"
+    rt_bcrypt_cost: int = 10
+    rt_url: str | None = None
+    # Prometheus Alertmanager (optional front): port, how long it gathers a group before
+    # notifying, and where `pathwatch tickets receive` listens for its webhooks.
+    alertmanager_port: int = 19095
+    alertmanager_group_wait: str = "10s"
+    alertmanager_group_interval: str = "1m"
+    alertmanager_receiver_port: int = 19096
 
 
 # Settings that are secrets come from the environment or from files in the state directory,

@@ -19,10 +19,15 @@ from pathwatch.stack.kafka import Kafka
 from pathwatch.stack.paths import Paths
 from pathwatch.stack.superset import Superset
 from pathwatch.stack.timescale import TimescaleDB
+from pathwatch.stack.alertmanager import Alertmanager
+from pathwatch.stack.rt import RequestTracker
 
 # Start order; after_ready runs in this order too (Superset registers the database).
 COMPONENTS: tuple[type[Component], ...] = (Kafka, TimescaleDB, Flink, Superset)
 NAMES = tuple(kind.name for kind in COMPONENTS)
+# Only with tickets enabled (`up --with-tickets`, setting tickets_enabled): RT and Alertmanager.
+TICKET_COMPONENTS: tuple[type[Component], ...] = (RequestTracker, Alertmanager)
+ALL_NAMES = NAMES + tuple(kind.name for kind in TICKET_COMPONENTS)
 
 # Progress: (component name, what it is doing now).
 Report = Callable[[str, str], None]
@@ -71,15 +76,28 @@ class StackStatus:
                 "components": {name: component.to_dict() for name, component in self.components.items()}}
 
 
-def components(config: StackConfig) -> list[Component]:
-    return [kind(config) for kind in COMPONENTS]
+def components(config: StackConfig, names: tuple[str, ...] | None = None) -> list[Component]:
+    """The stack's components (with RT and Alertmanager when tickets are enabled, or running),
+    or only those named."""
+    kinds = COMPONENTS + TICKET_COMPONENTS
+    if names is not None:
+        unknown = set(names) - {kind.name for kind in kinds}
+        if unknown:
+            raise StackError(f"no component {', '.join(sorted(unknown))}; the stack has {', '.join(ALL_NAMES)}")
+        return [kind(config) for kind in kinds if kind.name in names]
+    parts = [kind(config) for kind in COMPONENTS]
+    for kind in TICKET_COMPONENTS:
+        part = kind(config)
+        if config.tickets_enabled or part.process() is not None:
+            parts.append(part)
+    return parts
 
 
 def component(config: StackConfig, name: str) -> Component:
-    for kind in COMPONENTS:
+    for kind in COMPONENTS + TICKET_COMPONENTS:
         if kind.name == name:
             return kind(config)
-    raise StackError(f"no component {name!r}; the stack has {', '.join(NAMES)}")
+    raise StackError(f"no component {name!r}; the stack has {', '.join(ALL_NAMES)}")
 
 
 @contextlib.contextmanager
@@ -98,22 +116,24 @@ def _exclusive(config: StackConfig) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def status(config: StackConfig | None = None) -> StackStatus:
-    """The state of every component, with endpoints and connection strings."""
+def status(config: StackConfig | None = None, names: tuple[str, ...] | None = None) -> StackStatus:
+    """The state of every component (or those named), with endpoints and connection strings."""
     config = config if config is not None else resolve()
-    return StackStatus(str(config.home), {part.name: part.status() for part in components(config)})
+    return StackStatus(str(config.home), {part.name: part.status() for part in components(config, names)})
 
 
-def up(config: StackConfig | None = None, report: Report | None = None) -> StackStatus:
+def up(config: StackConfig | None = None, report: Report | None = None,
+       names: tuple[str, ...] | None = None) -> StackStatus:
     """Install what is missing, start every service, wait until each is ready, then set them up.
 
     Components install and start in parallel threads; the first error of each is collected
-    and raised together (one line per component) after the others finished.
+    and raised together (one line per component) after the others finished. ``names`` brings
+    up only those components (e.g. ``("rt", "alertmanager")``).
     """
     config = config if config is not None else resolve()
     report = report or (lambda name, message: None)
     with _exclusive(config):
-        parts = components(config)
+        parts = components(config, names)
         errors: dict[str, str] = {}
 
         def bring_up(part: Component) -> None:
@@ -141,8 +161,8 @@ def up(config: StackConfig | None = None, report: Report | None = None) -> Stack
                 errors[part.name] = _message(part.name, error)
                 report(part.name, f"failed: {errors[part.name]}")
         if errors:
-            raise StackError("\n".join(errors[name] for name in NAMES if name in errors))
-    return status(config)
+            raise StackError("\n".join(errors[name] for name in ALL_NAMES if name in errors))
+    return status(config, names)
 
 
 def _message(name: str, error: Exception) -> str:
@@ -152,7 +172,8 @@ def _message(name: str, error: Exception) -> str:
     return f"{name}: {type(error).__name__}: {str(error).strip()}"
 
 
-def down(config: StackConfig | None = None, wipe: bool = False) -> dict[str, procs.ProcessRecord | None]:
+def down(config: StackConfig | None = None, wipe: bool = False,
+         names: tuple[str, ...] | None = None) -> dict[str, procs.ProcessRecord | None]:
     """Stop the processes the stack started (services in reverse order); ``wipe`` also removes data.
 
     Returns each component's stopped process (None where nothing ran).
@@ -160,10 +181,10 @@ def down(config: StackConfig | None = None, wipe: bool = False) -> dict[str, pro
     config = config if config is not None else resolve()
     stopped: dict[str, procs.ProcessRecord | None] = {}
     with _exclusive(config):
-        for part in reversed(components(config)):
+        for part in reversed(components(config, names)):
             stopped[part.name] = part.stop()
         if wipe:
-            for part in components(config):
+            for part in components(config, names):
                 for path in part.data_paths():
                     _remove(path)
     return stopped

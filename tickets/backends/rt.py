@@ -1,0 +1,111 @@
+"""Request Tracker 5 through REST2 (token auth): the ticket system the NOC works in.
+
+Each ticket carries two custom fields, made by the stack's initial data
+(``pathwatch/stack/assets/rt/initialdata.pl``): ``pathwatch-key`` (the problem key; found
+again with TicketSQL) and ``pathwatch-state`` (the anomalies it covers, JSON). A comment and
+the new state go in one request, with the status when resolving or reopening; a priority
+change goes first in its own request, so the state is always the last thing written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, ProblemState, Ticket
+
+KEY_FIELD, STATE_FIELD = "pathwatch-key", "pathwatch-state"
+CLOSED = ("resolved", "rejected", "deleted")
+
+
+def ticketsql_string(value: str) -> str:
+    """A quoted TicketSQL string.
+
+    >>> ticketsql_string("it's")
+    "'it\\\\'s'"
+    """
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class RTBackend:
+    name = "rt"
+
+    def __init__(self, url: str, token: str, queue: str, timeout: float = 30.0):
+        self.url = url.rstrip("/")
+        self.queue = queue
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers.update({"Authorization": f"token {token}", "Content-Type": "application/json"})
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        where = f"rt {method} {path}"
+        try:
+            response = self.session.request(method, f"{self.url}/REST/2.0/{path}", timeout=self.timeout, **kwargs)
+        except requests.RequestException as error:
+            raise BackendUnavailable(f"{where}: {type(error).__name__}: {error}") from None
+        if response.status_code >= 500 or response.status_code == 429:
+            raise BackendUnavailable(f"{where}: HTTP {response.status_code}")
+        if not 200 <= response.status_code < 300:
+            raise BackendError(f"{where}: HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendUnavailable(f"{where}: not JSON: {response.text[:200]}") from None
+
+    def ticket_url(self, number: str) -> str:
+        return f"{self.url}/Ticket/Display.html?id={number}"
+
+    def _ticket(self, item: dict[str, Any], key: str | None = None) -> Ticket:
+        fields = {cf.get("name"): (cf.get("values") or [None])[0] for cf in item.get("CustomFields") or []}
+        number = str(item["id"])
+        status = "resolved" if item.get("Status") in CLOSED else "open"
+        return Ticket(number, f"RT#{number}", key or fields.get(KEY_FIELD) or "", status,
+                      ProblemState.from_text(fields.get(STATE_FIELD)), self.ticket_url(number))
+
+    def get(self, number: str) -> Ticket:
+        """One ticket, as it is now."""
+        return self._ticket(self._call("GET", f"ticket/{number}"))
+
+    def tickets(self, key: str) -> list[Ticket]:
+        query = f"Queue = {ticketsql_string(self.queue)} AND CF.{{{KEY_FIELD}}} = {ticketsql_string(key)}"
+        found = self._call("GET", "tickets", params={"query": query, "orderby": "id", "order": "DESC",
+                                                    "fields": "Status,CustomFields", "per_page": 100})
+        return [self._ticket(item, key) for item in found.get("items") or []]
+
+    def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket:
+        made = self._call("POST", "ticket", json={
+            "Queue": self.queue, "Subject": subject, "Content": text, "ContentType": "text/plain",
+            "Priority": priority, "CustomFields": {KEY_FIELD: key, STATE_FIELD: state.to_text()}})
+        if not made.get("id"):
+            raise BackendError(f"rt POST ticket: no ticket id in the reply {made!r}")
+        number = str(made["id"])
+        return Ticket(number, f"RT#{number}", key, "open", state, self.ticket_url(number))
+
+    def _message(self, ticket: Ticket, text: str, state: ProblemState, priority: int | None,
+                 status: str | None = None) -> Ticket:
+        if priority is not None:
+            self._call("PUT", f"ticket/{ticket.id}", json={"Priority": priority})
+        payload: dict[str, Any] = {"Content": text, "ContentType": "text/plain",
+                                   "CustomFields": {STATE_FIELD: state.to_text()}}
+        if status:
+            payload["Status"] = status
+        self._call("POST", f"ticket/{ticket.id}/comment", json=payload)
+        new_status = {"resolved": "resolved", "open": "open"}.get(status or "", ticket.status)
+        return Ticket(ticket.id, ticket.reference, ticket.key, new_status, state, ticket.url)
+
+    def comment(self, ticket: Ticket, text: str, state: ProblemState, priority: int | None = None) -> Ticket:
+        return self._message(ticket, text, state, priority)
+
+    def resolve(self, ticket: Ticket, text: str, state: ProblemState) -> Ticket:
+        return self._message(ticket, text, state, None, "resolved")
+
+    def reopen(self, ticket: Ticket, text: str, state: ProblemState, priority: int) -> Ticket:
+        return self._message(ticket, text, state, priority, "open")
+
+    def update_state(self, ticket: Ticket, state: ProblemState, priority: int | None = None) -> Ticket:
+        payload: dict[str, Any] = {"CustomFields": {STATE_FIELD: state.to_text()}}
+        if priority is not None:
+            payload["Priority"] = priority
+        self._call("PUT", f"ticket/{ticket.id}", json=payload)
+        return Ticket(ticket.id, ticket.reference, ticket.key, ticket.status, state, ticket.url)
