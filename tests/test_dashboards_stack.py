@@ -105,12 +105,16 @@ def browser(site):
     session.close()
 
 
+def _chart_ids_on(site, slug: str) -> dict[int, str]:
+    """Superset's id -> bundle uuid of each chart on a dashboard."""
+    on_board = {item["meta"]["uuid"] for item in DASHBOARDS[slug]["position"].values()
+                if isinstance(item, dict) and item.get("type") == "CHART"}
+    return {site["chart_ids"][str(uuid)]: str(uuid) for uuid in on_board}
+
+
 @pytest.mark.parametrize("slug", sorted(DASHBOARDS))
 def test_browser_draws_every_chart_of_the_dashboard(site, browser, slug):
-    dashboard = DASHBOARDS[slug]
-    on_board = {item["meta"]["uuid"] for item in dashboard["position"].values()
-                if isinstance(item, dict) and item.get("type") == "CHART"}
-    ids = {site["chart_ids"][str(uuid)]: str(uuid) for uuid in on_board}
+    ids = _chart_ids_on(site, slug)
     answers = browser.open_dashboard(slug, len(ids))
     shot = browser.screenshot(slug)
     latest = {slice_id(a): a for a in answers if slice_id(a) in ids}
@@ -127,3 +131,23 @@ def test_browser_draws_every_chart_of_the_dashboard(site, browser, slug):
         if rows:
             assert result["rowcount"] > 0, f"{slug}: {chart['slice_name']} empty with {rows} rows in range ({shot})"
     assert browser.chart_errors() == [], f"{slug}: error shown ({shot})"
+
+
+def test_an_anomaly_links_to_the_path_explorer_filtered_on_its_path(site, browser):
+    """The analyst's drill-down: a path in the anomaly tables opens the Path explorer on that path alone."""
+    browser.open_dashboard("anomalies", len(_chart_ids_on(site, "anomalies")))
+    links = browser.links("/superset/dashboard/path-explorer/")
+    assert links, "the anomaly tables show no link to the Path explorer"
+    href, path = links[0]
+    explorer = _chart_ids_on(site, "path-explorer")
+    answers = browser.open(href, len(explorer))
+    shot = browser.screenshot("path-explorer-from-anomaly")
+    with_path = {chart_id for chart_id, uuid in explorer.items()
+                 if any(c["column_name"] == "path" for c in DATASETS[str(CHARTS[uuid]["dataset_uuid"])]["columns"])}
+    assert with_path, "no Path explorer chart reads a dataset with a path column"
+    latest = {slice_id(a): a for a in answers if slice_id(a) in with_path}
+    assert set(latest) == with_path, f"no data request for {sorted(with_path - set(latest))} ({shot})"
+    for chart_id, answer in latest.items():
+        filters = answer["request"]["queries"][0].get("filters", [])
+        assert {"col": "path", "op": "IN", "val": [path]} in filters, \
+            f"{CHARTS[explorer[chart_id]]['slice_name']}: not filtered on {path!r}: {filters} ({shot})"

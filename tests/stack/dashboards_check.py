@@ -84,10 +84,14 @@ class Browser:
 
     def open_dashboard(self, slug: str, charts: int, timeout_s: float = 120) -> list[dict[str, Any]]:
         """Open a dashboard, wait for ``charts`` chart-data answers and for every chart to draw; returns the answers."""
+        return self.open(f"/superset/dashboard/{slug}/", charts, timeout_s)
+
+    def open(self, address: str, charts: int, timeout_s: float = 120) -> list[dict[str, Any]]:
+        """Open a dashboard by its address within Superset (a link's href); as ``open_dashboard``."""
         import time
 
         self.answers = []
-        self.page.goto(f"{self.url}/superset/dashboard/{slug}/")
+        self.page.goto(self.url + address if address.startswith("/") else address)
         deadline = time.monotonic() + timeout_s
         while len({_slice_id(a) for a in self.answers} - {None}) < charts and time.monotonic() < deadline:
             self.page.wait_for_timeout(500)
@@ -109,6 +113,11 @@ class Browser:
         path = self.shots / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)
         return path
+
+    def links(self, href_part: str) -> list[tuple[str, str]]:
+        """(href, text) of every link on the page whose href contains ``href_part``."""
+        return [tuple(pair) for pair in self.page.eval_on_selector_all(
+            f"a[href*='{href_part}']", "nodes => nodes.map(n => [n.getAttribute('href'), n.innerText.trim()])")]
 
     def chart_errors(self) -> list[str]:
         """Texts of error alerts shown inside chart holders."""
