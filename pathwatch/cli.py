@@ -43,6 +43,10 @@ from pathwatch.dashboards.cli import app as dashboards_app  # noqa: E402
 
 app.add_typer(dashboards_app, name="dashboards")
 
+from pathwatch.tickets.cli import app as tickets_app  # noqa: E402
+
+app.add_typer(tickets_app, name="tickets")
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 

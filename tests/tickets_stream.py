@@ -36,20 +36,24 @@ class Step:
     ticket: str          # which ticket of the scenario it concerns: "loss", "route", "loss-later"
 
 
-def scenario() -> list[Step]:
+def scenario(tag: str = "") -> list[Step]:
     """Open, grow, repeat, close, reopen within the window, close; ten paths sharing one cause
-    opening and closing; the first problem back after the window (a new ticket)."""
+    opening and closing; the first problem back after the window (a new ticket). ``tag`` makes
+    the hosts and the shared hop distinct, so several runs can share one ticket system."""
+    hosts = {"source": f"ps1.a{tag}.example", "destination": f"ps1.b{tag}.example"}
+    hop = f"62.40.3.{56 + len(tag)}" if not tag else f"10.{len(tag)}.{sum(map(ord, tag)) % 250}.1"
+    ten = [(f"ps1.s{i}{tag}.example", f"ps1.far{tag}.example") for i in range(10)]
     steps: list[Step] = []
-    first = loss_step(T0)
+    first = loss_step(T0, **hosts)
     grown = first.grown(severity="major", score=0.95, summary="Loss stepped from 0 to 2 %.", evidence={"loss_pct": 2.0})
     steps += [Step(first.to_dict(), "create", "loss"), Step(grown.to_dict(), "comment", "loss"),
               Step(grown.to_dict(), "skip", "loss"), Step(grown.closed(T0 + 2 * HOUR).to_dict(), "resolve", "loss")]
-    again = loss_step(T0 + 5 * HOUR)
+    again = loss_step(T0 + 5 * HOUR, **hosts)
     steps += [Step(again.to_dict(), "reopen", "loss"), Step(again.closed(T0 + 6 * HOUR).to_dict(), "resolve", "loss")]
-    routes = [route_change(s, d, T0 + 10 * HOUR + i * 60) for i, (s, d) in enumerate(TEN)]
+    routes = [route_change(s, d, T0 + 10 * HOUR + i * 60, hop) for i, (s, d) in enumerate(ten)]
     steps += [Step(r.to_dict(), "create" if i == 0 else "comment", "route") for i, r in enumerate(routes)]
     steps += [Step(r.closed(T0 + 20 * HOUR + i * 60).to_dict(), "resolve" if i == 9 else "comment", "route")
               for i, r in enumerate(routes)]
-    later = loss_step(T0 + 3 * DAY)
+    later = loss_step(T0 + 3 * DAY, **hosts)
     steps += [Step(later.to_dict(), "create", "loss-later")]
     return steps

@@ -1,0 +1,235 @@
+"""``pathwatch tickets run``: the anomalies topic in, tickets kept in step, offsets committed after.
+
+Per message: parse and validate it against the anomaly contract (a bad one becomes a dead
+letter with stage ``tickets``, naming the field, and is committed: it is not lost, and it does
+not block the partition); then reconcile its ticket, retrying with backoff while the ticket
+system is unavailable (nothing is skipped, and a retry repeats nothing, see reconcile.py);
+record the ticket in the ``anomaly_tickets`` table when a database is configured; only then
+commit the offset. A permanent refusal by the ticket system also becomes a dead letter.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from pathwatch.contract.anomaly import AnomalyRecord
+from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, Ticket
+from pathwatch.tickets.reconcile import Outcome, Reconciler
+
+log = logging.getLogger(__name__)
+
+STAGE = "tickets"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Backoff while the ticket system (or the database) is unavailable: ``first`` seconds,
+    doubling up to ``longest``; ``attempts`` 0 means until it works (or the service stops)."""
+
+    first: float = 1.0
+    longest: float = 60.0
+    attempts: int = 0
+
+
+class BadAnomaly(ValueError):
+    """A message that is not an anomaly of the contract; says which field and why."""
+
+    def __init__(self, field: str | None, reason: str):
+        super().__init__(f"field {field}: {reason}" if field else reason)
+        self.field, self.reason = field, reason
+
+
+def parse(body: bytes | str | None) -> dict[str, Any]:
+    """The anomaly of one message, validated against the contract (``BadAnomaly`` otherwise).
+
+    >>> parse(b'{"id": "x"}')
+    Traceback (most recent call last):
+    ...
+    pathwatch.tickets.service.BadAnomaly: field kind: Field required
+    """
+    if body is None:
+        raise BadAnomaly(None, "empty message (no value)")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise BadAnomaly(None, f"not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise BadAnomaly(None, f"not a JSON object but {type(data).__name__}")
+    try:
+        return AnomalyRecord.model_validate(data).model_dump(mode="json")
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise BadAnomaly(".".join(str(p) for p in first["loc"]) or None, first["msg"]) from None
+
+
+@dataclass
+class Handled:
+    """What became of one message."""
+
+    outcome: Outcome | None = None
+    dead_letter: dict[str, Any] | None = None
+    attempts: int = 1
+
+
+@dataclass
+class Handler:
+    """One message at a time: parse, reconcile with retries, record, or dead-letter.
+
+    ``dead_letters`` receives each dead-letter object (the service produces it to the
+    dead-letters topic); ``record`` (optional) receives each outcome with a ticket (the service
+    writes ``anomaly_tickets``); ``stopping`` ends the retries when the service shuts down.
+    """
+
+    reconciler: Reconciler
+    dead_letters: Callable[[dict[str, Any]], None]
+    record: Callable[[Outcome], None] | None = None
+    retry: Retry = field(default_factory=Retry)
+    sleep: Callable[[float], None] = time.sleep
+    stopping: threading.Event = field(default_factory=threading.Event)
+    on_retry: Callable[[int, Exception], None] | None = None
+
+    def handle(self, body: bytes | None, topic: str = "", partition: int | None = None, offset: int | None = None) -> Handled:
+        from pathwatch.streaming.normalise import Origin, dead_letter
+
+        origin = Origin(topic, partition, offset)
+        try:
+            anomaly = parse(body)
+        except BadAnomaly as error:
+            letter = dead_letter(body or b"", origin, int(time.time() * 1000), STAGE, f"not an anomaly: {error}", error.field)
+            log.warning("tickets: %s, partition %s, offset %s: %s (dead-lettered)", topic, partition, offset, error)
+            self.dead_letters(letter)
+            return Handled(dead_letter=letter)
+        delay, attempt = self.retry.first, 0
+        while True:
+            attempt += 1
+            try:
+                outcome = self.reconciler.handle(anomaly)
+                if self.record is not None and outcome.ticket is not None:
+                    self.record(outcome)
+                return Handled(outcome=outcome, attempts=attempt)
+            except BackendUnavailable as error:
+                failure: Exception = error
+            except BackendError as error:
+                reason = f"the ticket system refused anomaly {anomaly['id']}: {error}"
+                letter = dead_letter(body, origin, int(time.time() * 1000), STAGE, reason, None,
+                                     identity=f"{anomaly['id']}|{topic}|{partition}|{offset}")
+                log.error("tickets: %s (dead-lettered)", reason)
+                self.dead_letters(letter)
+                return Handled(dead_letter=letter, attempts=attempt)
+            except Exception as error:  # the database behind record(): retried like the ticket system
+                if not _is_database_error(error):
+                    raise
+                self.reconciler.forget()
+                failure = error
+            if self.retry.attempts and attempt >= self.retry.attempts:
+                raise failure
+            if self.on_retry is not None:
+                self.on_retry(attempt, failure)
+            log.warning("tickets: anomaly %s: %s; retrying in %.1f s", anomaly["id"], failure, delay)
+            if self.stopping.wait(0) or self._sleep(delay):
+                raise failure
+            delay = min(delay * 2, self.retry.longest)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep; True if the service is stopping meanwhile."""
+        if self.sleep is time.sleep:
+            return self.stopping.wait(seconds)
+        self.sleep(seconds)
+        return self.stopping.is_set()
+
+
+def _is_database_error(error: Exception) -> bool:
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return False
+    return isinstance(error, psycopg.OperationalError)
+
+
+class TicketTable:
+    """Upserts ``anomaly_tickets`` (sql/004): every anomaly a ticket covers, with its ticket and state."""
+
+    def __init__(self, database_url: str, system: str):
+        self.database_url, self.system = database_url, system
+        self._connection = None
+
+    def _connect(self):
+        import psycopg
+
+        if self._connection is None or self._connection.closed:
+            self._connection = psycopg.connect(self.database_url, autocommit=True, connect_timeout=10)
+        return self._connection
+
+    def __call__(self, outcome: Outcome) -> None:
+        ticket: Ticket = outcome.ticket  # type: ignore[assignment]
+        rows = [(anomaly_id, self.system, ticket.reference, ticket.url, ticket.status) for anomaly_id in ticket.state.members]
+        try:
+            with self._connect().cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO anomaly_tickets (anomaly_id, system, reference, url, state) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (anomaly_id) DO UPDATE SET system = EXCLUDED.system, reference = EXCLUDED.reference, "
+                    "url = EXCLUDED.url, state = EXCLUDED.state, updated_at = now()", rows)
+        except Exception:
+            self._connection = None
+            raise
+
+
+def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
+            stopping: threading.Event, idle_exit_s: float | None = None) -> int:
+    """The Kafka loop: read the anomalies topic, handle each message, then commit its offset.
+
+    Dead letters are produced (and flushed) before the offset is committed. Returns the number
+    of messages handled; stops when ``stopping`` is set, or after ``idle_exit_s`` seconds
+    without a message (for tests and one-shot catch-up runs).
+    """
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    pending: list[dict] = []
+
+    def dead(letter: dict[str, Any]) -> None:
+        pending.append(letter)
+
+    handler.dead_letters = dead
+    handler.stopping = stopping
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topics["anomalies"]])
+    handled, idle_since = 0, time.monotonic()
+    try:
+        while not stopping.is_set():
+            message = consumer.poll(0.5)
+            if message is None:
+                if idle_exit_s is not None and time.monotonic() - idle_since > idle_exit_s:
+                    break
+                continue
+            if message.error():
+                if message.error().fatal():
+                    raise KafkaException(message.error())
+                log.warning("tickets: kafka: %s", message.error())
+                continue
+            try:
+                handler.handle(message.value(), message.topic(), message.partition(), message.offset())
+            except BackendError:
+                if stopping.is_set():
+                    break   # interrupted while retrying: not committed, handled again next time
+                raise
+            for letter in pending:
+                producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
+            if pending:
+                if producer.flush(30) != 0:
+                    raise KafkaException("tickets: dead letters not delivered within 30 s")
+                pending.clear()
+            consumer.commit(message=message, asynchronous=False)
+            handled += 1
+            idle_since = time.monotonic()
+    finally:
+        consumer.close()
+    return handled
