@@ -107,11 +107,18 @@ def scores(truth: list[str], predicted: list[str]) -> dict:
 
 
 def train(train_seeds: list[int], test_seeds: list[int], *, hosts: int, days: int, workdir: Path) -> RunCauseModel:
+    """Simulate (or reuse in ``workdir``) the seeds' meshes, then :func:`fit`."""
+    x_train, y_train = dataset(train_seeds, hosts, days, workdir)
+    x_test, y_test = dataset(test_seeds, hosts, days, workdir)
+    return fit(x_train, y_train, x_test, y_test, train_seeds=train_seeds, test_seeds=test_seeds, hosts=hosts, days=days)
+
+
+def fit(x_train: np.ndarray, y_train: list[str], x_test: np.ndarray, y_test: list[str], *,
+        train_seeds: list[int], test_seeds: list[int], hosts: int, days: int) -> RunCauseModel:
+    """Fit the forest on labelled runs (from :func:`dataset`) and record both namers' held-out scores."""
     import sklearn
     from sklearn.ensemble import RandomForestClassifier
 
-    x_train, y_train = dataset(train_seeds, hosts, days, workdir)
-    x_test, y_test = dataset(test_seeds, hosts, days, workdir)
     estimator = RandomForestClassifier(n_estimators=200, max_depth=10, min_samples_leaf=2, class_weight="balanced",
                                        random_state=0, n_jobs=1)
     estimator.fit(x_train, y_train)

@@ -1,0 +1,146 @@
+"""Figures for notebooks: a path's measurements with its anomaly windows, and backtest trade-offs.
+
+Each function takes DataFrames (from :mod:`pathwatch.lab.data` or :mod:`pathwatch.lab.backtest`)
+and returns a matplotlib Figure (pyplot, so the notebook shows it inline).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+# One colour per anomaly kind, stable across figures.
+KIND_COLOURS = {
+    "route_change": "tab:purple", "mtu_blackhole": "tab:brown", "rising_loss": "tab:red", "loss_step": "tab:orange",
+    "throughput_drop": "tab:blue", "window_limited": "tab:cyan", "diurnal_saturation": "tab:olive",
+    "latency_shift": "tab:pink", "unreachable": "black", "clock_error": "tab:gray", "no_data": "lightgray",
+}
+
+
+def anomaly_spans(table: pd.DataFrame, until=None) -> list[tuple]:
+    """(start, end, kind) of each anomaly; an open one runs to ``until`` (or its detection).
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"start": [1, 5], "end_time": [3, None], "detected_at": [2, 6], "kind": ["a", "b"]})
+    >>> anomaly_spans(t, until=9)
+    [(1, 3.0, 'a'), (5, 9, 'b')]
+    """
+    import pandas as pd
+
+    spans = []
+    for row in table.itertuples(index=False):
+        end = row.end_time if row.end_time is not None and not pd.isna(row.end_time) else (until or row.detected_at)
+        spans.append((row.start, end, row.kind))
+    return spans
+
+
+def _shade(axes, spans, lo=None, hi=None) -> None:
+    for start, end, kind in spans:
+        if lo is not None:
+            start, end = max(start, lo), min(end, hi)
+            if end <= start:
+                continue
+        for ax in axes:
+            ax.axvspan(start, end, color=KIND_COLOURS.get(kind, "tab:gray"), alpha=0.18, lw=0)
+
+
+def plot_path(series: dict[str, pd.DataFrame], anomalies: pd.DataFrame, title: str = "",
+              start=None, end=None, mark=None) -> Figure:
+    """Throughput, one-way delay, loss and route (one step per new path_id) over time; anomaly windows shaded.
+
+    ``mark``: a time to draw a vertical line at (e.g. the investigated anomaly's start).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, axes = plt.subplots(4, 1, figsize=(12, 9), sharex=True, height_ratios=[3, 2, 2, 1.3])
+    tput, lat, trace = series["throughput"], series["latency"], series["trace"]
+    ok = tput[tput["succeeded"]] if not tput.empty else tput
+    failed = tput[~tput["succeeded"]] if not tput.empty else tput
+    ax = axes[0]
+    if not ok.empty:
+        ax.plot(ok["time"], ok["throughput_mbps"], ".", ms=3, color="tab:blue", label="run")
+    if not failed.empty:
+        ax.plot(failed["time"], [0] * len(failed), "x", color="tab:red", label="failed run")
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax = axes[1]
+    if not lat.empty:
+        ax.plot(lat["time"], lat["delay_median_ms"], "-", lw=0.8, color="tab:green", label="median")
+        ax.plot(lat["time"], lat["delay_min_ms"], "-", lw=0.5, color="tab:gray", label="min")
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_ylabel("one-way delay (ms)")
+    ax = axes[2]
+    if not lat.empty:
+        ax.plot(lat["time"], lat["loss_pct"], "-", lw=0.8, color="tab:red")
+        if (lat["loss_pct"].fillna(0) > 0).any():
+            ax.set_yscale("symlog", linthresh=0.01)
+    ax.set_ylabel("loss (%)")
+    ax = axes[3]
+    if not trace.empty:
+        order = {pid: i for i, pid in enumerate(dict.fromkeys(trace["path_id"]))}
+        ax.step(trace["time"], [order[p] for p in trace["path_id"]], where="post", color="tab:purple")
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels([f"route {i + 1}" for i in range(len(order))], fontsize=7)
+    ax.set_ylabel("route")
+    if start is not None and end is not None:
+        axes[-1].set_xlim(start, end)
+    until = end
+    spans = anomaly_spans(anomalies, until=until)
+    _shade(axes, spans, start, end)
+    if mark is not None:
+        for ax in axes:
+            ax.axvline(mark, color="black", lw=1, ls="--")
+    kinds = sorted({kind for _, _, kind in spans})
+    if kinds:
+        fig.legend(handles=[Patch(color=KIND_COLOURS.get(k, "tab:gray"), alpha=0.35, label=k) for k in kinds],
+                   loc="upper right", fontsize=8, ncols=min(len(kinds), 4), title="anomaly windows", title_fontsize=8)
+    fig.suptitle(title, x=0.02, ha="left")
+    fig.autofmt_xdate()
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def plot_tradeoff(table: pd.DataFrame, parameter: str) -> Figure:
+    """Backtest trade-off: precision and recall (left) and median detection delay (right) per parameter value.
+
+    ``table``: one row per value with columns ``value``, ``precision``, ``recall``, ``delay_median_h``,
+    ``false_alarms`` (:func:`pathwatch.lab.backtest.sweep`).
+    """
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    x = [str(v) for v in table["value"]]
+    left.plot(x, table["precision"], "o-", label="precision")
+    left.plot(x, table["recall"], "s-", label="recall")
+    left.set_ylim(-0.05, 1.05)
+    left.set_xlabel(parameter)
+    left.set_ylabel("score")
+    left.legend()
+    ax2 = left.twinx()
+    ax2.bar(x, table["false_alarms"], alpha=0.2, color="tab:red", label="false alarms")
+    ax2.set_ylabel("false alarms")
+    right.plot(table["delay_median_h"], table["recall"], "o-")
+    for value, delay, recall in zip(x, table["delay_median_h"], table["recall"]):
+        right.annotate(value, (delay, recall), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    right.set_xlabel("median detection delay (h)")
+    right.set_ylabel("recall")
+    right.set_title("earlier vs. surer")
+    fig.suptitle(f"sweep of {parameter}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_confusion(truth: list[str], predicted: list[str], labels: list[str], title: str, ax=None):
+    """A confusion matrix (counts) on ``ax`` (a new figure when None); returns the axes."""
+    import matplotlib.pyplot as plt
+    from sklearn.metrics import ConfusionMatrixDisplay
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 4.5))
+    ConfusionMatrixDisplay.from_predictions(truth, predicted, labels=labels, ax=ax, colorbar=False,
+                                            xticks_rotation=45)
+    ax.set_title(title)
+    return ax
