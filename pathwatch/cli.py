@@ -47,6 +47,10 @@ from pathwatch.tickets.cli import app as tickets_app  # noqa: E402
 
 app.add_typer(tickets_app, name="tickets")
 
+from pathwatch.lab.cli import notebook as _notebook  # noqa: E402
+
+app.command(name="notebook")(_notebook)
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 
