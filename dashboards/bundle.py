@@ -194,6 +194,30 @@ def write_bundle(files: dict[str, dict[str, Any]], folder: Path = BUNDLE) -> lis
     return changed
 
 
+def order_like(exported: dict[str, dict[str, Any]], current: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Datasets' columns and metrics in the order the bundle's files have them, new ones after.
+
+    Superset exports them in the order it created them, so a Superset that imported an older
+    bundle lists a renamed or added column last; the order means nothing, so it is not a change.
+
+    >>> old = {"datasets/d.yaml": {"columns": [{"column_name": "a"}, {"column_name": "b"}], "metrics": []}}
+    >>> new = {"datasets/d.yaml": {"columns": [{"column_name": "c"}, {"column_name": "b"}, {"column_name": "a"}],
+    ...                            "metrics": []}}
+    >>> [c["column_name"] for c in order_like(new, old)["datasets/d.yaml"]["columns"]]
+    ['a', 'b', 'c']
+    """
+    ordered = dict(exported)
+    for path, data in exported.items():
+        if not path.startswith("datasets/") or path not in current:
+            continue
+        data = dict(data)
+        for field, name in (("columns", "column_name"), ("metrics", "metric_name")):
+            rank = {item[name]: i for i, item in enumerate(current[path].get(field) or [])}
+            data[field] = sorted(data.get(field) or [], key=lambda item: rank.get(item[name], len(rank)))
+        ordered[path] = data
+    return ordered
+
+
 def differences(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]]) -> list[str]:
     """The bundle paths whose content differs (or that only one side has)."""
     return sorted(path for path in set(ours) | set(theirs) if ours.get(path) != theirs.get(path))

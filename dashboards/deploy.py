@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pathwatch.dashboards.bundle import (BUNDLE, MASK, BundleError, differences, for_superset, from_export,
-                                         read_bundle, write_bundle, zip_bundle)
+                                         order_like, read_bundle, write_bundle, zip_bundle)
 from pathwatch.dashboards.client import Superset
 
 
@@ -84,7 +84,7 @@ def export_bundle(target: Target, folder: Path = BUNDLE, write: bool = True) -> 
     """
     current = read_bundle(folder)
     databases = {str(data["uuid"]) for path, data in current.items() if path.startswith("databases/")}
-    exported = _rename_like(from_export(target.session().export_assets(), databases), current)
+    exported = order_like(_rename_like(from_export(target.session().export_assets(), databases), current), current)
     changed = differences(current, exported)
     if write:
         write_bundle(exported, folder)
