@@ -1,4 +1,4 @@
-"""``pathwatch tickets``: run the ticket service, apply a file of anomalies, receive Alertmanager."""
+"""``pathwatch tickets``: run the ticket service, apply a file of anomalies, receive Alertmanager's notifications."""
 
 from __future__ import annotations
 
@@ -85,16 +85,35 @@ def _report(handled) -> None:
 def run(home: Home = None, config_file: ConfigFile = None, policy_file: PolicyFile = None,
         backend: BackendName = "rt", webhook_url: WebhookUrl = None, no_database: NoDatabase = False,
         group: Annotated[str, typer.Option("--group", help="Kafka consumer group (its committed offsets are the resume point).")] = "pathwatch-tickets",
-        until_idle: Annotated[Optional[float], typer.Option("--until-idle", help="Exit after this many seconds without a message.")] = None) -> None:
+        until_idle: Annotated[Optional[float], typer.Option("--until-idle", help="Exit after this many seconds without a message.")] = None,
+        via_alertmanager: Annotated[bool, typer.Option("--via-alertmanager", help="Post alerts to the stack's Alertmanager instead; `pathwatch tickets receive` makes the tickets.")] = False,
+        repost_s: Annotated[float, typer.Option("--repost-s", help="With --via-alertmanager: re-post open anomalies this often (below resolve_timeout, 5 min).")] = 60.0) -> None:
     """Consume the anomalies topic and keep tickets in step (until stopped: Ctrl-C or SIGTERM)."""
     from pathwatch.stack.kafka import Kafka, topic_names
     from pathwatch.tickets.service import Handler, consume
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    config, reconciler, recorder = _build(home, config_file, policy_file, backend, webhook_url, not no_database)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
+    if via_alertmanager:
+        from pathwatch.stack.alertmanager import Alertmanager
+        from pathwatch.stack.config import ConfigError, resolve
+        from pathwatch.tickets.alertmanager import AlertPoster
+        from pathwatch.tickets.backends.base import BackendError
+
+        try:
+            config = resolve(home=home, config_file=config_file)
+        except ConfigError as error:
+            _fail(str(error))
+        reconciler, recorder = AlertPoster(Alertmanager(config).url), None
+        try:
+            logging.info("tickets: %d open anomalies taken back from Alertmanager", reconciler.reload())
+        except BackendError as error:
+            _fail(str(error))
+        reconciler.keep_alive(repost_s, stopping)
+    else:
+        config, reconciler, recorder = _build(home, config_file, policy_file, backend, webhook_url, not no_database)
     handler = Handler(reconciler, dead_letters=lambda letter: None, record=recorder, stopping=stopping)
     original = handler.handle
 
@@ -132,3 +151,27 @@ def apply(files: Annotated[list[Path], typer.Argument(help="Anomaly JSON Lines (
                     _report(handled)
     if rejected:
         raise typer.Exit(EXIT_REJECTED)
+
+
+@app.command()
+def receive(home: Home = None, config_file: ConfigFile = None, policy_file: PolicyFile = None,
+            backend: BackendName = "rt", webhook_url: WebhookUrl = None, no_database: NoDatabase = False) -> None:
+    """Receive Alertmanager's webhook notifications (port alertmanager_receiver_port) and make the tickets."""
+    from pathwatch.tickets.alertmanager import receiver
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    config, reconciler, recorder = _build(home, config_file, policy_file, backend, webhook_url, not no_database)
+
+    def record(outcome, anomaly) -> None:
+        if recorder is not None and outcome.ticket is not None:
+            recorder(outcome)
+
+    server = receiver(reconciler, config.alertmanager_receiver_port, on_outcome=record)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    logging.info("tickets: receiving Alertmanager notifications on 127.0.0.1:%d", config.alertmanager_receiver_port)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
