@@ -73,9 +73,8 @@ def connect(dsn: str | None = None) -> psycopg.Connection:
     """A read-only, autocommit connection as the read-only role (see :func:`resolve_dsn`)."""
     import psycopg
 
-    connection = psycopg.connect(resolve_dsn(dsn), autocommit=True)
-    connection.read_only = True  # belt and braces: even an owner DSN cannot write through this session
-    return connection
+    # Belt and braces: the session itself is read-only, so even an owner DSN cannot write through it.
+    return psycopg.connect(resolve_dsn(dsn), autocommit=True, options="-c default_transaction_read_only=on")
 
 
 def frame(connection: psycopg.Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> pd.DataFrame:

@@ -63,7 +63,7 @@ def execute(path: Path, parameters: Mapping[str, Any] | None = None, *, env: Map
     manager = KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
     client = NotebookClient(nb, km=manager, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(cwd or path.parent)}})
-    client.execute(env=dict(env) if env is not None else None)
+    client.execute(**({"env": dict(env)} if env is not None else {}))
     return nb
 
 
