@@ -197,6 +197,7 @@ def demo(
     days: Annotated[int, typer.Option(min=4, help="Days of simulated measurements.")] = 21,
     rate: Annotated[Optional[float], typer.Option(help="Publish at most this many raw messages per second (default: as fast as possible).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the pipeline to catch up.")] = 1200,
+    with_tickets: Annotated[bool, typer.Option("--with-tickets", help="Also start Request Tracker 5 and Alertmanager, and open tickets for what was found.")] = False,
 ) -> None:
     """The main job: stack up, migrate, start the pipeline, stream a simulated mesh with injected
     pathologies through it, and print what was found beside what was injected, and where to look.
@@ -207,7 +208,7 @@ def demo(
 
     try:
         out = Console() if Console().is_terminal else Console(width=160)  # tables stay readable in logs
-        code = run_demo(DemoOptions(seed, hosts, days, rate, timeout), out, _err())
+        code = run_demo(DemoOptions(seed, hosts, days, rate, timeout, with_tickets), out, _err())
     except RuntimeError as error:
         _err().print(f"[red]demo failed:[/red] {error}")
         raise typer.Exit(1) from None

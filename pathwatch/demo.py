@@ -28,6 +28,7 @@ class DemoOptions:
     days: int = 21
     rate: float | None = None
     timeout_s: float = 1200.0
+    tickets: bool = False        # also RT + Alertmanager, and tickets for what was found
 
 
 def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
@@ -37,6 +38,10 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     from pathwatch.streaming.settings import from_stack
 
     config = stack.resolve()
+    if options.tickets:
+        from dataclasses import replace
+
+        config = replace(config, tickets_enabled=1)
     err.rule("1/5 stack")
     stack.up(config, report=lambda part, line: err.print(f"  {part}: {line}", markup=False))
     settings = from_stack(config)
@@ -53,6 +58,13 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     err.rule("5/5 waiting for the pipeline to catch up")
     _wait_caught_up(settings, options.timeout_s, err)
     _report(folder, settings, console)
+    if options.tickets:
+        from pathwatch.tickets.catchup import catch_up, show
+
+        err.rule("tickets: the anomalies topic → Request Tracker")
+        handled = catch_up(config)
+        err.print(f"  {handled} anomaly message(s) applied to tickets", markup=False)
+        show(config, console)
     current = stack.status(config)
     user, password = current.superset_credentials
     console.print(f"\nDashboards: {current.superset_url}  (user {user}, password {password})", markup=False)

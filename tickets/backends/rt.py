@@ -73,6 +73,21 @@ class RTBackend:
                                                     "fields": "Status,CustomFields", "per_page": 100})
         return [self._ticket(item, key) for item in found.get("items") or []]
 
+    def all(self) -> list[dict[str, Any]]:
+        """Every ticket of the queue (newest first): reference, RT status, paths covered, subject."""
+        items, page = [], 1
+        while True:
+            found = self._call("GET", "tickets", params={
+                "query": f"Queue = {ticketsql_string(self.queue)}", "orderby": "id", "order": "DESC",
+                "fields": "Status,Subject,CustomFields", "per_page": 100, "page": page})
+            for item in found.get("items") or []:
+                ticket = self._ticket(item)
+                items.append({"reference": ticket.reference, "status": item.get("Status"), "key": ticket.key,
+                              "paths": ticket.state.paths, "subject": item.get("Subject"), "url": ticket.url})
+            if len(found.get("items") or []) < 100:
+                return items
+            page += 1
+
     def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket:
         made = self._call("POST", "ticket", json={
             "Queue": self.queue, "Subject": subject, "Content": text, "ContentType": "text/plain",
