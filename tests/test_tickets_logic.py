@@ -296,3 +296,46 @@ def test_clock_errors_of_one_host_join_one_ticket_from_either_end():
                for s, d in [("cern", "bnl"), ("bnl", "cern"), ("cern", "desy"), ("uw", "cern")]]
     assert actions == ["create", "comment", "comment", "comment"]
     assert len(backend.store) == 1 and backend.store["1"]["key"] == "clock_error|host:cern"
+
+
+def test_the_handler_retries_until_the_backend_answers_and_stops_when_told():
+    import threading
+
+    from pathwatch.tickets.service import Handler, Interrupted, Retry
+
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    waits: list[float] = []
+    handler = Handler(reconciler, dead_letters=lambda letter: None, retry=Retry(first=0.5, longest=2.0),
+                      sleep=waits.append)
+    failures = iter([True, True, True, True])
+    original = backend._apply
+
+    def flaky(action, number, change):
+        if next(failures, False):
+            raise BackendUnavailable("memory: down")
+        return original(action, number, change)
+
+    backend._apply = flaky
+    handled = handler.handle(json.dumps(scenario()[0].anomaly).encode())
+    assert handled.outcome.action == "create" and handled.attempts == 5
+    assert waits == [0.5, 1.0, 2.0, 2.0]
+    stopping = threading.Event()
+    stopping.set()
+    backend._apply = lambda *args: (_ for _ in ()).throw(BackendUnavailable("memory: down"))
+    stopped = Handler(reconcile.Reconciler(backend), dead_letters=lambda letter: None, stopping=stopping, sleep=waits.append)
+    with pytest.raises(Interrupted, match="stopped while retrying"):
+        stopped.handle(json.dumps(scenario()[1].anomaly).encode())
+
+
+def test_a_permanent_refusal_is_a_dead_letter():
+    from pathwatch.tickets.backends.base import BackendError
+    from pathwatch.tickets.service import Handler
+
+    backend = MemoryBackend()
+    backend._apply = lambda *args: (_ for _ in ()).throw(BackendError("memory: 400 no such queue"))
+    letters: list = []
+    handled = Handler(reconcile.Reconciler(backend), dead_letters=letters.append).handle(
+        json.dumps(scenario()[0].anomaly).encode(), "pathwatch.anomalies", 0, 7)
+    assert handled.outcome is None and letters[0]["stage"] == "tickets"
+    assert "refused" in letters[0]["reason"] and "400 no such queue" in letters[0]["reason"]

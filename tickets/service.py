@@ -38,6 +38,10 @@ class Retry:
     attempts: int = 0
 
 
+class Interrupted(RuntimeError):
+    """The service was asked to stop while a message was still being retried (it stays uncommitted)."""
+
+
 class BadAnomaly(ValueError):
     """A message that is not an anomaly of the contract; says which field and why."""
 
@@ -133,8 +137,8 @@ class Handler:
             if self.on_retry is not None:
                 self.on_retry(attempt, failure)
             log.warning("tickets: anomaly %s: %s; retrying in %.1f s", anomaly["id"], failure, delay)
-            if self.stopping.wait(0) or self._sleep(delay):
-                raise failure
+            if self.stopping.is_set() or self._sleep(delay):
+                raise Interrupted(f"stopped while retrying anomaly {anomaly['id']}: {failure}") from failure
             delay = min(delay * 2, self.retry.longest)
 
     def _sleep(self, seconds: float) -> bool:
@@ -217,10 +221,8 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
                 continue
             try:
                 handler.handle(message.value(), message.topic(), message.partition(), message.offset())
-            except BackendError:
-                if stopping.is_set():
-                    break   # interrupted while retrying: not committed, handled again next time
-                raise
+            except Interrupted:
+                break   # not committed: handled again next time
             for letter in pending:
                 producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
             if pending:
