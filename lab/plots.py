@@ -104,31 +104,33 @@ def plot_path(series: dict[str, pd.DataFrame], anomalies: pd.DataFrame, title: s
 
 
 def plot_tradeoff(table: pd.DataFrame, parameter: str) -> Figure:
-    """Backtest trade-off: precision and recall (left) and median detection delay (right) per parameter value.
+    """Backtest trade-off per kind against the swept value: recall and precision, median delay, false alarms.
 
-    ``table``: one row per value with columns ``value``, ``precision``, ``recall``, ``delay_median_h``,
-    ``false_alarms`` (:func:`pathwatch.lab.backtest.sweep`).
+    ``table``: :func:`pathwatch.lab.backtest.sweep`'s rows (``value``, ``kind``, ``precision``,
+    ``recall``, ``delay_median_h``, ``false_alarms``); one line per kind on each panel.
     """
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
-    x = [str(v) for v in table["value"]]
-    left.plot(x, table["precision"], "o-", label="precision")
-    left.plot(x, table["recall"], "s-", label="recall")
-    left.set_ylim(-0.05, 1.05)
-    left.set_xlabel(parameter)
-    left.set_ylabel("score")
-    left.legend()
-    ax2 = left.twinx()
-    ax2.bar(x, table["false_alarms"], alpha=0.2, color="tab:red", label="false alarms")
-    ax2.set_ylabel("false alarms")
-    right.plot(table["delay_median_h"], table["recall"], "o-")
-    for value, delay, recall in zip(x, table["delay_median_h"], table["recall"]):
-        right.annotate(value, (delay, recall), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    right.set_xlabel("median detection delay (h)")
-    right.set_ylabel("recall")
-    right.set_title("earlier vs. surer")
-    fig.suptitle(f"sweep of {parameter}")
+    fig, (scores, delays, alarms) = plt.subplots(1, 3, figsize=(14, 4))
+    values = list(dict.fromkeys(table["value"]))
+    x = range(len(values))
+    for i, (kind, rows) in enumerate(table.groupby("kind", sort=False)):
+        rows = rows.set_index("value").reindex(values)
+        colour = f"C{i}"
+        scores.plot(x, rows["recall"].astype(float), "o-", color=colour, label=f"{kind} recall")
+        scores.plot(x, rows["precision"].astype(float), "s--", color=colour, alpha=0.6, label=f"{kind} precision")
+        delays.plot(x, rows["delay_median_h"].astype(float), "o-", color=colour, label=kind)
+        alarms.plot(x, rows["false_alarms"].astype(float), "o-", color=colour, label=kind)
+    for ax, label in ((scores, "score"), (delays, "median detection delay (h)"), (alarms, "false alarms")):
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([str(v) for v in values], rotation=30)
+        ax.set_xlabel(parameter)
+        ax.set_ylabel(label)
+    scores.set_ylim(-0.05, 1.05)
+    scores.legend(fontsize=7)
+    delays.legend(fontsize=7)
+    alarms.set_ylim(bottom=0)
+    fig.suptitle(f"sweep of {parameter}: detection delay against recall, precision and false alarms")
     fig.tight_layout()
     return fig
 
