@@ -18,6 +18,7 @@ from pathwatch.lab.data import (
     anomaly_window,
     connect,
     frame,
+    hop_suspicion,
     hop_table,
     hops,
     most_eventful_path,
@@ -37,7 +38,7 @@ from pathwatch.lab.plots import anomaly_spans, plot_confusion, plot_path, plot_t
 
 __all__ = [
     "DSN_ENV", "LabError", "anomalies", "anomaly", "anomaly_context", "anomaly_window", "anomaly_spans", "connect",
-    "frame", "hop_table", "hops", "most_eventful_path", "most_interesting_anomaly", "path_series", "paths",
+    "frame", "hop_suspicion", "hop_table", "hops", "most_eventful_path", "most_interesting_anomaly", "path_series", "paths",
     "paths_sharing_hops", "plot_confusion", "plot_path", "plot_tradeoff", "resolve_dsn", "route_history",
     "route_stretches", "route_summary", "route_traces", "suspect_hops", "time_range",
 ]

@@ -382,3 +382,25 @@ def suspect_hops(neighbours: pd.DataFrame) -> list[str]:
         return []
     sets = [set(ips.split(", ")) for ips in hit["shared_ips"]]
     return sorted(set.intersection(*sets))
+
+
+def hop_suspicion(neighbours: pd.DataFrame) -> pd.DataFrame:
+    """Per shared address: how many neighbouring paths through it had anomalies in the window, and how many not (pure).
+
+    Sorted by the share of troubled paths, then their number: an address that only troubled
+    paths cross is the first place to look for a bad link.
+
+    >>> import pandas as pd
+    >>> n = pd.DataFrame({"shared_ips": ["10.0.0.1, 10.0.0.2", "10.0.0.2", "10.0.0.1"], "anomalies_in_window": [1, 2, 0]})
+    >>> hop_suspicion(n).values.tolist()
+    [['10.0.0.2', 2, 0, 1.0], ['10.0.0.1', 1, 1, 0.5]]
+    """
+    import pandas as pd
+
+    columns = ["ip", "troubled_paths", "healthy_paths", "troubled_share"]
+    counts: dict[str, list[int]] = {}
+    for ips, found in zip(neighbours.get("shared_ips", []), neighbours.get("anomalies_in_window", [])):
+        for ip in ips.split(", "):
+            counts.setdefault(ip, [0, 0])[0 if found > 0 else 1] += 1
+    table = pd.DataFrame([(ip, t, h, t / (t + h)) for ip, (t, h) in counts.items()], columns=columns)
+    return table.sort_values(["troubled_share", "troubled_paths", "ip"], ascending=[False, False, True]).reset_index(drop=True)

@@ -82,8 +82,15 @@ def plot_path(series: dict[str, pd.DataFrame], anomalies: pd.DataFrame, title: s
     if not trace.empty:
         order = {pid: i for i, pid in enumerate(dict.fromkeys(trace["path_id"]))}
         ax.step(trace["time"], [order[p] for p in trace["path_id"]], where="post", color="tab:purple")
-        ax.set_yticks(range(len(order)))
-        ax.set_yticklabels([f"route {i + 1}" for i in range(len(order))], fontsize=7)
+        if len(order) <= 8:
+            ax.set_yticks(range(len(order)))
+            ax.set_yticklabels([f"route {i + 1}" for i in range(len(order))], fontsize=7)
+        else:
+            from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"route {int(v) + 1}"))
+            ax.tick_params(axis="y", labelsize=7)
     ax.set_ylabel("route")
     if start is not None and end is not None:
         axes[-1].set_xlim(start, end)
