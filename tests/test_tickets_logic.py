@@ -33,6 +33,13 @@ class MemoryBackend:
         matching = sorted((n for n, t in self.store.items() if t["key"] == key), key=int, reverse=True)
         return [self._ticket(n) for n in matching]
 
+    def holding(self, anomaly_id):
+        return [self._ticket(n) for n in sorted(self.store, key=int, reverse=True) if anomaly_id in self.store[n]["state"].members]
+
+    def open_on_path(self, path):
+        return [self._ticket(n) for n in sorted(self.store, key=int, reverse=True)
+                if self.store[n]["status"] != "resolved" and any(m.path == path for m in self.store[n]["state"].open_members.values())]
+
     def _apply(self, action, number, change):
         if self.fail_next == "before":
             self.fail_next = None
@@ -339,3 +346,24 @@ def test_a_permanent_refusal_is_a_dead_letter():
         json.dumps(scenario()[0].anomaly).encode(), "pathwatch.anomalies", 0, 7)
     assert handled.outcome is None and letters[0]["stage"] == "tickets"
     assert "refused" in letters[0]["reason"] and "400 no such queue" in letters[0]["reason"]
+
+
+def test_a_consequence_on_the_same_path_joins_the_cause_and_is_found_again_after_a_restart():
+    from pathwatch.models.anomaly import Anomaly
+
+    backend = MemoryBackend()
+    route = route_change("ps1.x.example", "ps1.y.example", T0)
+    shift = Anomaly.open("latency_shift", "ps1.x.example", "ps1.y.example", start=T0 + 60, detected_at=T0 + 600,
+                         severity="major", score=0.8, summary="Delay +3.4 ms.", evidence={"step_ms": 3.4})
+    elsewhere = Anomaly.open("latency_shift", "ps1.p.example", "ps1.q.example", start=T0 + 60, detected_at=T0 + 600,
+                             severity="major", score=0.8, summary="Delay +3.4 ms.", evidence={"step_ms": 3.4})
+    first = reconcile.Reconciler(backend)
+    assert first.handle(route.to_dict()).action == "create"
+    joined = first.handle(shift.to_dict())
+    assert (joined.action, joined.detail, joined.key) == ("comment", "related", f"route_change|hop:{HOP}")
+    assert backend.store["1"]["texts"][-1].startswith("Related on ps1.x.example → ps1.y.example: latency shift")
+    assert first.handle(elsewhere.to_dict()).action == "create"   # another path: its own ticket
+    restarted = reconcile.Reconciler(backend)
+    assert restarted.handle(route.closed(T0 + HOUR).to_dict()).action == "comment"   # the shift is still open
+    assert restarted.handle(shift.closed(T0 + HOUR).to_dict()).action == "resolve"
+    assert backend.store["1"]["status"] == "resolved" and len(backend.store) == 2

@@ -151,3 +151,25 @@ def test_the_stack_reports_rt_with_working_credentials(ticket_stack):
     assert wrong.status_code == 401
     with pytest.raises(StackError, match="PATHWATCH_RT_TOKEN"):
         type(ticket_stack.rt)(type(ticket_stack.config)(home=ticket_stack.config.home, rt_url="http://rt.invalid")).token()
+
+
+def test_a_consequence_joins_its_cause_and_a_restarted_service_finds_it_by_anomaly_id(ticket_stack):
+    from pathwatch.models.anomaly import Anomaly
+    from tests.tickets_stream import HOUR, T0, route_change
+
+    route = route_change("ps1.cx.example", "ps1.cy.example", T0, hop="10.77.0.1")
+    shift = Anomaly.open("latency_shift", "ps1.cx.example", "ps1.cy.example", start=T0 + 60, detected_at=T0 + 600,
+                         severity="major", score=0.8, summary="Delay +3.4 ms.", evidence={"step_ms": 3.4})
+    handler, _ = _handler(ticket_stack)
+    created = handler.handle(json.dumps(route.to_dict()).encode()).outcome
+    joined = handler.handle(json.dumps(shift.to_dict()).encode()).outcome
+    assert (joined.action, joined.ticket.reference) == ("comment", created.ticket.reference)
+    backend = ticket_stack.backend()
+    assert [t.reference for t in backend.holding(shift.id)] == [created.ticket.reference]
+    assert [t.reference for t in backend.open_on_path("ps1.cx.example>ps1.cy.example")] == [created.ticket.reference]
+    restarted, _ = _handler(ticket_stack)
+    assert restarted.handle(json.dumps(route.closed(T0 + HOUR).to_dict()).encode()).outcome.action == "comment"
+    assert restarted.handle(json.dumps(shift.closed(T0 + HOUR).to_dict()).encode()).outcome.action == "resolve"
+    assert backend.open_on_path("ps1.cx.example>ps1.cy.example") == []
+    assert backend.tickets("latency_shift|path:ps1.cx.example>ps1.cy.example") == []
+    assert ticket_stack.get(created.ticket.id)["Status"] == "resolved"

@@ -173,6 +173,15 @@ def grown_comment(anomaly: Mapping[str, Any], paths: int, new_path: bool, supers
                       *([f"Path explorer: {link}"] if link else []), f"Anomaly: {anomaly['id']}"])
 
 
+def related_comment(anomaly: Mapping[str, Any], superset_url: str | None = None) -> str:
+    """Another kind of anomaly on an affected path, a known consequence of this problem."""
+    link = path_explorer_url(superset_url, anomaly.get("source"), anomaly.get("destination"))
+    return "\n".join([f"Related on {_arrow(anomaly)}: {anomaly['kind'].replace('_', ' ')}, a known consequence of this problem.",
+                      f"What: {anomaly['summary']}", f"Since: {anomaly['start']}",
+                      f"Severity: {anomaly['severity']} (score {anomaly['score']})",
+                      *([f"Path explorer: {link}"] if link else []), f"Anomaly: {anomaly['id']}"])
+
+
 def recovered_comment(anomaly: Mapping[str, Any], still_open: int) -> str:
     """A path recovered while others are still affected."""
     return f"Recovered on {_arrow(anomaly)} at {anomaly.get('end')}; still affected: {still_open} path(s).\nAnomaly: {anomaly['id']}"

@@ -67,3 +67,15 @@ def scope_of(key: str) -> str:
     ('hop', 'path')
     """
     return key.split("|", 2)[1].split(":", 1)[0]
+
+
+def causes_of(kind: str) -> frozenset[str]:
+    """Kinds whose known consequences include ``kind`` on the same path (the evaluation's table):
+    an open problem of such a kind on the path takes the anomaly in instead of a ticket of its own.
+
+    >>> sorted(causes_of("latency_shift"))
+    ['clock_error', 'diurnal_saturation', 'route_change']
+    """
+    from pathwatch.evaluation.matching import CONSEQUENCES
+
+    return frozenset(cause for cause, consequences in CONSEQUENCES.items() if kind in consequences)

@@ -10,6 +10,7 @@ the anomaly                                         the ticket
 opens, no ticket (or resolved beyond the window)    create (subject to quiet mode, rate limit)
 opens, the ticket was resolved within the window    reopen, with a comment
 opens on another path of an open problem            comment "also on …" (+ priority)
+opens on a path where an open problem explains it   comment "related: …" on that problem's ticket
 grows past the problem's worst severity             comment "worse on …" (+ priority)
 closes while other paths are still affected         comment "recovered on …"
 closes, the last open one                           resolve, with a comment
@@ -32,7 +33,7 @@ from typing import Any, Callable, Mapping
 from pathwatch.contract.timefmt import parse_rfc3339
 from pathwatch.tickets import body
 from pathwatch.tickets.backends.base import Backend, BackendError, Member, ProblemState, Ticket
-from pathwatch.tickets.keys import path_of, problem_keys
+from pathwatch.tickets.keys import causes_of, path_of, problem_keys
 from pathwatch.tickets.policy import Policy, RateLimiter, rank, site_of
 
 log = logging.getLogger(__name__)
@@ -102,17 +103,25 @@ class Reconciler:
         return ticket
 
     def _choose(self, anomaly: Mapping[str, Any]) -> tuple[str, Ticket | None]:
-        """The problem key and its ticket: one that holds this anomaly, else an open one, else the
-        first candidate key's newest ticket (None if it never had one)."""
+        """The problem key and its ticket: one that covers this anomaly; else an open one of its
+        keys; else an open ticket of a cause on the same path (a latency shift joins the route
+        change that explains it); else the first key's newest ticket (None if it never had one)."""
         candidates = problem_keys(anomaly)
         found = [(key, self._find(key)) for key in candidates]
         for key, tickets in found:
             for ticket in tickets:
                 if anomaly["id"] in ticket.state.members:
                     return key, ticket
+        for ticket in self.backend.holding(anomaly["id"]):   # e.g. joined a cause's ticket before a restart
+            return ticket.key, self._keep(ticket)
         for key, tickets in found:
             if tickets and tickets[0].is_open:
                 return key, tickets[0]
+        causes = causes_of(anomaly["kind"])
+        if causes and anomaly["end"] is None:
+            for ticket in self.backend.open_on_path(path_of(anomaly)):
+                if ticket.key.split("|", 1)[0] in causes:
+                    return ticket.key, self._keep(ticket)
         key, tickets = found[0]
         return key, (tickets[0] if tickets else None)
 
@@ -168,13 +177,15 @@ class Reconciler:
         state = ProblemState({**old.members, a["id"]: member}, None)
         new_path = member.path not in {m.path for m in old.open_members.values()}
         worse = old.worst is None or rank(member.severity) > rank(old.worst)
+        related = a["kind"] != key.split("|", 1)[0]
         raise_to = self.policy.priority(state.worst) if worse else None
-        if quiet or not (new_path or worse):
+        if quiet or not (new_path or worse or related):
             done = self.backend.update_state(ticket, state, raise_to)
             return Outcome(UPDATE, a["id"], key, self._keep(done), "quiet mode" if quiet else "same path, not worse")
-        text = body.grown_comment(a, state.open_paths, new_path, self.superset_url)
+        text = body.related_comment(a, self.superset_url) if related else \
+            body.grown_comment(a, state.open_paths, new_path, self.superset_url)
         done = self.backend.comment(ticket, text, state, raise_to)
-        return Outcome(COMMENT, a["id"], key, self._keep(done), "new path" if new_path else "worse")
+        return Outcome(COMMENT, a["id"], key, self._keep(done), "related" if related else "new path" if new_path else "worse")
 
     def _update(self, a, key: str, ticket: Ticket, member: Member, quiet: bool) -> Outcome:
         """A new state of an anomaly the ticket already covers: grown, changed, or closed."""

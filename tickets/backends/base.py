@@ -91,7 +91,7 @@ class Ticket:
 
 
 class Backend(Protocol):
-    """A ticket system: find tickets by key, create, comment, resolve, reopen, and a silent state update.
+    """A ticket system: find tickets by key, by anomaly or by affected path; create, comment, resolve, reopen, and a silent state update.
 
     Each call returns the ticket as it is afterwards. Errors: BackendUnavailable (retry),
     BackendError (permanent).
@@ -101,6 +101,12 @@ class Backend(Protocol):
 
     def tickets(self, key: str) -> list[Ticket]:
         """The tickets with this problem key, whatever their status, newest first."""
+
+    def holding(self, anomaly_id: str) -> list[Ticket]:
+        """The tickets whose state covers this anomaly (newest first)."""
+
+    def open_on_path(self, path: str) -> list[Ticket]:
+        """The open tickets with an open anomaly on this path (``source>destination``)."""
 
     def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket: ...
 

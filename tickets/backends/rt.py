@@ -1,8 +1,10 @@
 """Request Tracker 5 through REST2 (token auth): the ticket system the NOC works in.
 
-Each ticket carries two custom fields, made by the stack's initial data
+Each ticket carries custom fields made by the stack's initial data
 (``pathwatch/stack/assets/rt/initialdata.pl``): ``pathwatch-key`` (the problem key; found
-again with TicketSQL) and ``pathwatch-state`` (the anomalies it covers, JSON). A comment and
+again with TicketSQL), ``pathwatch-state`` (the anomalies it covers, JSON) and, to be
+searched, ``pathwatch-anomalies`` (their ids) and ``pathwatch-paths`` (the paths still
+affected). A comment and
 the new state go in one request, with the status when resolving or reopening; a priority
 change goes first in its own request, so the state is always the last thing written.
 """
@@ -16,6 +18,8 @@ import requests
 from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, ProblemState, Ticket
 
 KEY_FIELD, STATE_FIELD = "pathwatch-key", "pathwatch-state"
+# Searchable copies of the state: every anomaly id it covers, every path still affected.
+ANOMALIES_FIELD, PATHS_FIELD = "pathwatch-anomalies", "pathwatch-paths"
 CLOSED = ("resolved", "rejected", "deleted")
 
 
@@ -67,11 +71,28 @@ class RTBackend:
         """One ticket, as it is now."""
         return self._ticket(self._call("GET", f"ticket/{number}"))
 
-    def tickets(self, key: str) -> list[Ticket]:
-        query = f"Queue = {ticketsql_string(self.queue)} AND CF.{{{KEY_FIELD}}} = {ticketsql_string(key)}"
+    def _search(self, condition: str, key: str | None = None) -> list[Ticket]:
+        query = f"Queue = {ticketsql_string(self.queue)} AND {condition}"
         found = self._call("GET", "tickets", params={"query": query, "orderby": "id", "order": "DESC",
                                                     "fields": "Status,CustomFields", "per_page": 100})
         return [self._ticket(item, key) for item in found.get("items") or []]
+
+    def tickets(self, key: str) -> list[Ticket]:
+        return self._search(f"CF.{{{KEY_FIELD}}} = {ticketsql_string(key)}", key)
+
+    def holding(self, anomaly_id: str) -> list[Ticket]:
+        return self._search(f"CF.{{{ANOMALIES_FIELD}}} = {ticketsql_string(anomaly_id)}")
+
+    def open_on_path(self, path: str) -> list[Ticket]:
+        return self._search(f"CF.{{{PATHS_FIELD}}} = {ticketsql_string(path)} AND Status != 'resolved' "
+                            f"AND Status != 'rejected'")
+
+    @staticmethod
+    def _fields(state: ProblemState) -> dict[str, Any]:
+        """The custom fields that follow from a state (the searchable lists are never empty: RT
+        keeps a field's old values when given none)."""
+        paths = sorted({m.path for m in state.open_members.values()}) or ["-"]
+        return {STATE_FIELD: state.to_text(), ANOMALIES_FIELD: sorted(state.members), PATHS_FIELD: paths}
 
     def all(self) -> list[dict[str, Any]]:
         """Every ticket of the queue (newest first): reference, RT status, paths covered, subject."""
@@ -91,7 +112,7 @@ class RTBackend:
     def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket:
         made = self._call("POST", "ticket", json={
             "Queue": self.queue, "Subject": subject, "Content": text, "ContentType": "text/plain",
-            "Priority": priority, "CustomFields": {KEY_FIELD: key, STATE_FIELD: state.to_text()}})
+            "Priority": priority, "CustomFields": {KEY_FIELD: key, **self._fields(state)}})
         if not made.get("id"):
             raise BackendError(f"rt POST ticket: no ticket id in the reply {made!r}")
         number = str(made["id"])
@@ -101,8 +122,7 @@ class RTBackend:
                  status: str | None = None) -> Ticket:
         if priority is not None:
             self._call("PUT", f"ticket/{ticket.id}", json={"Priority": priority})
-        payload: dict[str, Any] = {"Content": text, "ContentType": "text/plain",
-                                   "CustomFields": {STATE_FIELD: state.to_text()}}
+        payload: dict[str, Any] = {"Content": text, "ContentType": "text/plain", "CustomFields": self._fields(state)}
         if status:
             payload["Status"] = status
         self._call("POST", f"ticket/{ticket.id}/comment", json=payload)
@@ -119,7 +139,7 @@ class RTBackend:
         return self._message(ticket, text, state, priority, "open")
 
     def update_state(self, ticket: Ticket, state: ProblemState, priority: int | None = None) -> Ticket:
-        payload: dict[str, Any] = {"CustomFields": {STATE_FIELD: state.to_text()}}
+        payload: dict[str, Any] = {"CustomFields": self._fields(state)}
         if priority is not None:
             payload["Priority"] = priority
         self._call("PUT", f"ticket/{ticket.id}", json=payload)

@@ -69,6 +69,15 @@ class WebhookBackend:
     def tickets(self, key: str) -> list[Ticket]:
         return [self._ticket(key, entry) for entry in reversed(self._ledger().get(key, []))]
 
+    def _all(self) -> list[Ticket]:
+        return [self._ticket(key, entry) for key, entries in self._ledger().items() for entry in reversed(entries)]
+
+    def holding(self, anomaly_id: str) -> list[Ticket]:
+        return [t for t in self._all() if anomaly_id in t.state.members]
+
+    def open_on_path(self, path: str) -> list[Ticket]:
+        return [t for t in self._all() if t.is_open and any(m.path == path for m in t.state.open_members.values())]
+
     def _send(self, action: str, ticket: Ticket, priority: int | None, **fields: Any) -> Ticket:
         operation = str(uuid.uuid5(PATHWATCH_NAMESPACE, f"webhook|{ticket.id}|{action}|{ticket.status}|{ticket.state.to_text()}"))
         payload = {"action": action, "operation_id": operation,

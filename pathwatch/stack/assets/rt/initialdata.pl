@@ -1,4 +1,5 @@
-# What REST2 cannot create: pathwatch's queue, the problem-key and state custom fields, the bot
+# What REST2 cannot create: pathwatch's queue, its custom fields (problem key, state, anomaly ids,
+# affected paths), the bot
 # user with its rights and its auth token. rt-setup-database --action insert reads this file;
 # pathwatch/stack/rt.py passes the queue name, the token file and root's password in the environment.
 our @Queues = ({
@@ -10,6 +11,10 @@ our @CustomFields = (
       Queue => [$ENV{PATHWATCH_RT_QUEUE}], Description => 'pathwatch problem key (one ticket per problem)' },
     { Name => 'pathwatch-state', Type => 'FreeformSingle', LookupType => 'RT::Queue-RT::Ticket',
       Queue => [$ENV{PATHWATCH_RT_QUEUE}], Description => 'pathwatch: the anomalies this ticket covers (JSON)' },
+    { Name => 'pathwatch-anomalies', Type => 'FreeformMultiple', LookupType => 'RT::Queue-RT::Ticket',
+      Queue => [$ENV{PATHWATCH_RT_QUEUE}], Description => 'pathwatch: ids of the anomalies this ticket covers' },
+    { Name => 'pathwatch-paths', Type => 'FreeformMultiple', LookupType => 'RT::Queue-RT::Ticket',
+      Queue => [$ENV{PATHWATCH_RT_QUEUE}], Description => 'pathwatch: paths (source>destination) still affected' },
 );
 our @Users = ({
     Name => 'pathwatch-bot', RealName => 'pathwatch', Privileged => 1,
