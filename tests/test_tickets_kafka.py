@@ -1,0 +1,116 @@
+"""The ticket service's Kafka loop end to end: the test stack's Kafka and TimescaleDB (under the
+stack lock, like every -m stack test) and a real RT of its own.
+
+Messages on a fresh anomalies topic; the service stops after a few of them (a restart), RT is
+stopped while the service runs and started again; in the end RT holds exactly the scenario's
+tickets, the malformed message is on the dead-letters topic with stage ``tickets``, every
+offset is committed, and ``anomaly_tickets`` names each anomaly's ticket.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+
+from pathwatch.stack import config as stack_config
+from pathwatch.tickets import reconcile
+from pathwatch.tickets.service import Handler, Retry, TicketTable, consume
+from tests.stack.streamed import cli
+from tests.test_stack_integration import PORTS, _home
+from tests.test_tickets_rt import _expected, _summary
+from tests.tickets_stack import ticket_stack  # noqa: F401  (the fixture)
+from tests.tickets_stream import scenario
+
+pytestmark = [pytest.mark.stack, pytest.mark.tickets]
+
+
+@pytest.fixture(scope="module")
+def test_stack():
+    home = _home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pathwatch.toml").write_text("".join(
+        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
+        for table, values in PORTS.items()))
+    cli(home, "stack", "up", timeout=1500)
+    cli(home, "db", "migrate")
+    from pathwatch import stack
+
+    yield stack.status(stack_config.resolve(home=home, environ={}))
+
+
+def test_the_service_consumes_restarts_survives_rt_down_and_commits_after_each_ticket(test_stack, ticket_stack):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    run = uuid.uuid4().hex[:8]
+    topics = {"anomalies": f"test-{run}.anomalies", "deadletters": f"test-{run}.deadletters"}
+    bootstrap = test_stack.kafka_bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, 1, 1) for name in topics.values()]).values():
+        future.result(30)
+    steps = scenario(f"kafka{run}")
+    bad = json.dumps({**steps[0].anomaly, "id": f"bad-{run}", "severity": "catastrophic"}).encode()
+    messages = [json.dumps(s.anomaly).encode() for s in steps[:5]] + [bad] + [json.dumps(s.anomaly).encode() for s in steps[5:]]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for body in messages:
+        producer.produce(topics["anomalies"], key=json.loads(body)["id"].encode(), value=body)
+    assert producer.flush(30) == 0
+
+    table = TicketTable(test_stack.database_url, "rt")
+    group = f"tickets-test-{run}"
+
+    def service(stop_after: int | None, rt_down_at: int | None = None) -> int:
+        stopping = threading.Event()
+        reconciler = reconcile.Reconciler(ticket_stack.backend())
+        handler = Handler(reconciler, dead_letters=lambda letter: None, record=table, retry=Retry(first=0.2, longest=1.0, attempts=120))
+        seen = [0]
+        inner = reconciler.handle
+
+        def counting(anomaly):
+            seen[0] += 1
+            if rt_down_at is not None and seen[0] == rt_down_at:
+                ticket_stack.rt.stop()
+                threading.Timer(3.0, lambda: ticket_stack.rt.start(lambda m: None)).start()
+            result = inner(anomaly)
+            if stop_after is not None and seen[0] >= stop_after:
+                stopping.set()
+            return result
+
+        reconciler.handle = counting  # type: ignore[method-assign]
+        return consume(handler, bootstrap, topics, group, stopping, idle_exit_s=8)
+
+    first = service(stop_after=9)               # a restart after nine anomalies
+    second = service(stop_after=None, rt_down_at=4)
+    assert first + second == len(messages)
+
+    _expected(_summary(ticket_stack, f"kafka{run}"))
+    # Dead letter: the malformed message, with the stage and the field.
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{run}", "auto.offset.reset": "earliest"})
+    reader.subscribe([topics["deadletters"]])
+    letters, deadline = [], time.monotonic() + 30
+    while not letters and time.monotonic() < deadline:
+        message = reader.poll(1.0)
+        if message is not None and not message.error():
+            letters.append(json.loads(message.value()))
+    committed = Consumer({"bootstrap.servers": bootstrap, "group.id": group}).committed(
+        [TopicPartition(topics["anomalies"], 0)], timeout=30)
+    reader.close()
+    (letter,) = letters
+    assert letter["stage"] == "tickets" and letter["field"] == "severity" and letter["input"] == bad.decode()
+    assert committed[0].offset == len(messages)
+    # anomaly_tickets: every anomaly of the scenario that got a ticket, with its ticket's state.
+    import psycopg
+
+    ids = [s.anomaly["id"] for s in steps]
+    with psycopg.connect(test_stack.database_url) as connection:
+        rows = connection.execute("SELECT anomaly_id::text, system, reference, state FROM anomaly_tickets "
+                                  "WHERE anomaly_id = ANY(%s::uuid[])", (ids,)).fetchall()
+    by_id = {row[0]: row for row in rows}
+    assert set(by_id) == set(ids)
+    assert {row[3] for row in rows} == {"open", "resolved"}
+    assert by_id[steps[-1].anomaly["id"]][3] == "open"
+    assert by_id[steps[6].anomaly["id"]][3] == "resolved" and by_id[steps[6].anomaly["id"]][1] == "rt"
