@@ -55,7 +55,7 @@ def test_persistent_change_with_an_owd_step_opens_on_first_trace():
     assert "198.51.100.1" in change.evidence["new_hops"]
 
 
-def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_revert():
+def test_persistent_change_without_any_step_opens_on_third_trace_and_closes_on_revert():
     rng = np.random.default_rng(3)
     before = _traces(rng, 100, [A])
     start = before[-1].t + 20 * 60
@@ -63,8 +63,107 @@ def test_persistent_change_without_step_opens_on_second_trace_and_closes_on_reve
     back = _traces(rng, 10, [A], start=after[-1].t + 20 * 60)
     found = [a for a in detect(before + after + back) if a.kind == "route_change"]
     assert len(found) == 1
-    assert found[0].start == start and found[0].detected_at == start + 20 * 60
+    assert found[0].start == start and found[0].detected_at == start + 2 * 20 * 60
     assert found[0].end == back[0].t
+
+
+def test_two_blips_onto_the_same_detour_without_a_step_are_not_a_change():
+    """Two traces in a row on the same one-off detour (no delay change) and back: not a change."""
+    rng = np.random.default_rng(31)
+    obs = _traces(rng, 120, [A])
+    obs[100] = trace(obs[100].t, B, rtt=20.1)
+    obs[101] = trace(obs[101].t, B, rtt=19.9)
+    assert detect(obs) == []
+
+
+def test_a_new_route_with_a_trace_rtt_step_opens_on_the_second_trace():
+    rng = np.random.default_rng(32)
+    before = _traces(rng, 100, [A])
+    after = _traces(rng, 5, [B], start=before[-1].t + 20 * 60, rtt=24.0)
+    found = [a for a in detect(before + after) if a.kind == "route_change"]
+    assert len(found) == 1 and found[0].detected_at == after[1].t
+
+
+def test_a_known_route_seen_by_another_tool_makes_a_candidate_a_blip():
+    """tracepath (hourly) on a detour twice, traceroute on the known route in between: not a change."""
+    rng = np.random.default_rng(33)
+    obs = _traces(rng, 150, [A])
+    obs += [trace(T0 + 600 + i * HOUR, A, tool="tracepath", rtt=20 + rng.normal(0, .2)) for i in range(50)]
+    obs = sorted(obs, key=lambda o: o.t)
+    detour = [i for i, o in enumerate(obs) if o.tool == "tracepath" and o.t > T0 + 1.5 * DAY][:2]
+    for i in detour:
+        obs[i] = trace(obs[i].t, B, tool="tracepath", rtt=20.0)
+    assert detect(obs) == []
+    # the same two tracepath traces with traceroute on the detour too is a change
+    moved = [trace(o.t, B, tool=o.tool, rtt=20.0) if obs[detour[0]].t <= o.t <= obs[detour[1]].t else o for o in obs]
+    assert kinds(detect(moved)) == ["route_change"]
+
+
+def test_a_small_owd_step_on_a_steady_path_confirms_on_the_first_trace_but_not_on_a_noisy_one():
+    """A 1 ms step is far outside a steady path's delay noise, not outside a noisy path's."""
+    rng = np.random.default_rng(34)
+    before = _traces(rng, 100, [A], rtt=60.0)
+    change_t = before[-1].t + 20 * 60
+    after = _traces(rng, 5, [B], start=change_t, rtt=61.5)
+    for noise, first in ((0.02, True), (0.4, False)):
+        owd = [latency(t, 30.0 + rng.normal(0, noise) + (1.0 if t >= change_t - 300 else 0.0))
+               for t in np.arange(T0 - 300, after[-1].t, 600.0)]
+        found = [a for a in detect(before + after + owd) if a.kind == "route_change"]
+        assert len(found) == 1
+        assert (found[0].detected_at == after[0].t) is first, noise
+
+
+def _silent_change(rng, *, owd_step, dropped_only=False, shifted_before=False):
+    """Route A for two days, then A with its 4th hop silent from ``change_t`` (a new router that never
+    answers, or with ``dropped_only`` one dropped answer), latency every 10 min stepping by ``owd_step``."""
+    silent = list(A)
+    silent[3] = None
+    before = _traces(rng, 150, [A], rtt=40.0)
+    change_t = before[-1].t + 20 * 60
+    after = _traces(rng, 30, [silent], start=change_t, rtt=40.0 + 2 * owd_step)
+    if dropped_only:
+        after = after[:1] + _traces(rng, 29, [A], start=after[1].t, rtt=40.0 + 2 * owd_step)
+    step_t = change_t - 3 * HOUR if shifted_before else change_t - 300
+    owd = [latency(t, 20.0 + rng.normal(0, 0.03) + (owd_step if t >= step_t else 0.0))
+           for t in np.arange(T0 - 300, after[-1].t, 600.0)]
+    if shifted_before:   # the traces' RTT moved with the delay, hours before the silent hop
+        before = [trace(o.t, A, rtt=o.last_rtt_ms + 2 * owd_step) if o.t >= step_t else o for o in before]
+    return [a for a in detect(before + after + owd) if a.kind == "route_change"], change_t, after
+
+
+def test_a_new_silent_router_with_a_delay_step_is_a_change_on_the_first_trace():
+    rng = np.random.default_rng(35)
+    found, change_t, after = _silent_change(rng, owd_step=-3.0)
+    assert len(found) == 1 and found[0].detected_at == change_t and found[0].end is None
+    assert found[0].evidence["divergence_ttl"] == 4 and "*" in found[0].evidence["new_hops"]
+
+
+def test_a_silent_hop_without_a_fresh_delay_step_is_not_a_change():
+    # a dropped answer with no delay change; a route of silent hops whose delay moved hours before
+    # (a latency shift of its own, already in the traces' RTT); one dropped answer at a delay step
+    rng = np.random.default_rng(36)
+    assert _silent_change(rng, owd_step=0.0)[0] == []
+    assert _silent_change(rng, owd_step=-3.0, shifted_before=True)[0] == []
+    found, change_t, after = _silent_change(rng, owd_step=-3.0, dropped_only=True)
+    assert len(found) == 1 and found[0].end == after[1].t, "opens, and the answering hop returns at once"
+
+
+def test_a_long_standing_route_returning_after_a_detour_of_days_is_not_a_second_change():
+    rng = np.random.default_rng(37)
+    before = _traces(rng, 72 * 8, [A])                      # 8 days on A
+    detour = _traces(rng, 72 * 5, [B], start=before[-1].t + 1200, rtt=25.0)   # 5 days on B
+    back = _traces(rng, 72 * 2, [A], start=detour[-1].t + 1200)
+    owd = [latency(t, 10.0 + rng.normal(0, 0.03) + (2.5 if detour[0].t - 300 <= t < back[0].t - 300 else 0))
+           for t in np.arange(T0 - 300, back[-1].t, 600.0)]
+    found = [a for a in detect(before + detour + back + owd) if a.kind == "route_change"]
+    assert len(found) == 1 and found[0].start == detour[0].t
+    # a route seen only briefly (here the first day alone) is forgotten after forget_s as before
+    short = _traces(rng, 72, [A]) + _traces(rng, 72 * 6, [B], start=T0 + DAY, rtt=25.0)
+    short += _traces(rng, 72, [A], start=short[-1].t + 1200)
+    owd = [latency(t, 10.0 + rng.normal(0, 0.03) + (2.5 if t >= T0 + DAY - 300 else 0)) for t in
+           np.arange(T0 - 300, short[-1].t, 600.0)]
+    owd = [o if o.t < short[-72].t - 300 else latency(o.t, 10.0) for o in owd]
+    assert len([a for a in detect(short + owd) if a.kind == "route_change"]) == 1
 
 
 def test_an_owd_step_in_the_sample_after_the_candidate_trace_opens_before_the_next_trace():

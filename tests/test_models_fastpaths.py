@@ -120,3 +120,32 @@ def test_state_pickled_in_the_earlier_layout_restores():
     restored.__setstate__(old_monitor)
     assert restored.calls == {} and "readers" not in restored.__dict__
     assert restored.observe(latency(T0 + 600 * 30, 10.0)) == []
+
+
+def test_route_state_pickled_before_fresh_steps_restores():
+    """Route detector state from before the step freshness and silent hops: no baselines at the
+    previous trace, no per-tool persistence needs, parameters with rtt_step_rel (rtt_step_ms was
+    then the floor of both steps): it restores, takes the current step parameters and keeps the others."""
+    from pathwatch.models.detectors.route import RouteDetector, RouteParams
+    from tests.detector_series import trace
+
+    hops = ["10.0.0.1", "10.0.1.1", "192.0.2.1", "10.9.0.1"]
+    detector = RouteDetector("a", "b")
+    for i in range(200):                     # 33 hours: past the day of learning
+        detector.observe(latency(T0 + 600 * i, 10.0))
+        if i % 2 == 0:
+            detector.observe(trace(T0 + 600 * i + 1, hops))
+    old_params = object.__new__(RouteParams)
+    old_params.__dict__.update({"learn_s": 86400.0, "rtt_step_ms": 2.0, "rtt_step_rel": 0.08,
+                                "settle_s": 7200.0, "forget_s": 4 * 86400.0, "clock_error_ms": 50.0,
+                                "fail_streak": 3, "reach_history": 12})
+    old = {k: v for k, v in detector.__dict__.items() if k not in ("owd_at_trace", "rtt_at_trace", "quiet_before", "needs")}
+    old["p"] = old_params
+    restored = pickle.loads(pickle.dumps(RouteDetector.__new__(RouteDetector)))
+    restored.__setstate__(old)
+    assert restored.p == RouteParams(settle_s=7200.0, fail_streak=3)
+    assert restored.owd_at_trace is None and restored.needs == {} and restored.quiet_before
+    step_t = T0 + 600 * 200
+    restored.observe(latency(step_t, 13.0))
+    found = restored.observe(trace(step_t + 60, ["10.0.0.1", "10.0.1.1", "198.51.100.1", "10.9.0.1"]))
+    assert [a.kind for a in found] == ["route_change"]

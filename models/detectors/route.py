@@ -3,13 +3,30 @@
 Routes are compared hop by hop: two traces are the same route when every TTL where both got an
 answer has the same address and, when both reached the destination, the same length (silent
 hops and a trace cut short by silence do not make a new route). A path keeps the routes it has
-used (its ECMP variants); a trace on none of them is a candidate change. The candidate opens
-``route_change`` at once when an independent measurement agrees — the latency tests' one-way
-delay steps at the same time (in the samples before the trace or the first one after it), or
-the trace's own RTT steps onto a new AS — otherwise when the next trace of the same tool takes
-the new route again. So a path that alternates among known variants, or blips for one trace and
-comes back, stays quiet. An open change closes when the old route returns, or when the new one
-has settled in for ``settle_s``.
+used (its ECMP variants), each remembered for ``forget_s`` after it was last seen or, if it was
+in use longer than that, for as long as it was in use (at most ``remember_max_s``): a path that
+goes back to its long-standing route after a detour of days is not changing again. A trace on
+none of them is a candidate change. The candidate opens ``route_change`` at once when an
+independent measurement agrees — the latency tests' one-way delay steps at the same time (in
+the samples before the trace or the first one after it), or the trace's own RTT steps onto a
+new AS — otherwise when the new route persists: on the next trace (of any tool) when the
+candidate came with a new AS or an RTT step, on the next two without either (two independent
+one-off detours onto the same backup path look like one trace after another). A trace of any
+tool on a known route in between makes the candidate a blip. So a path that alternates among
+known variants, or blips and comes back, stays quiet.
+
+A step counts when it is larger than ``owd_step_ms`` (one-way delay) or ``rtt_step_ms`` (a
+trace's RTT) and than ``step_sigmas`` robust standard deviations (scaled MAD) of its baseline,
+and when it is *fresh*: the one-way delay and the trace RTT at the path's previous trace were
+still at their baselines, so the step happened between the two traces, with the route change —
+not hours before (a latency shift of its own, or a route change already settled).
+
+A new router that never answers leaves no new address: the trace keeps every answering hop of
+a known route and is silent at a TTL where that route answers. Dropped answers look the same,
+so such a trace is a candidate only when a fresh delay step comes with it; the silent TTL is
+then part of the new route (``"*"`` in its hops and the evidence), so later traces silent there
+are on the new route and a trace answering there is back on the old one. An open change closes
+when the old route returns, or when the new one has settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
@@ -20,7 +37,9 @@ that stops where the path MTU dropped is left to the MTU detector.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+from scipy.stats import median_abs_deviation
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
@@ -28,14 +47,18 @@ from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 from pathwatch.models.window import median
 
+SILENT = "*"   # in a route's hops: a router that does not answer (a new silent hop of a changed route)
+
 
 @dataclass(frozen=True)
 class RouteParams(Params):
     learn_s: float = 86400.0       # a tool's routes in its first day of traces are known without question
-    rtt_step_ms: float = 2.0       # RTT/OWD change that confirms a new route at once ...
-    rtt_step_rel: float = 0.08     # ... and at least this fraction of the baseline
+    owd_step_ms: float = 0.5       # one-way delay step that confirms a new route at once ...
+    rtt_step_ms: float = 1.0       # ... trace RTT step (with a new AS) ...
+    step_sigmas: float = 6.0       # ... and at least this many robust SDs of the baseline's noise
     settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
-    forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten
+    forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten ...
+    remember_max_s: float = 30 * 86400.0  # ... unless in use longer (remembered as long, up to this)
     clock_error_ms: float = 50.0   # one-way delays with a larger clock error say nothing about routes
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
@@ -50,6 +73,37 @@ def route_of(obs: TraceObs) -> tuple[str | None, ...]:
     return hops[:end]
 
 
+def route_gaps(known: tuple, known_reached: bool, trace: tuple, trace_reached: bool) -> int | None:
+    """How many TTLs a trace is silent at where the known route answers, or None when it is another route.
+
+    Another route: an answering TTL disagrees (a known :data:`SILENT` hop answering counts), no
+    TTL answers in both, or both reached the destination at different lengths.
+
+    >>> route_gaps(("r1", "r2", "r3"), True, ("r1", None, "r3"), True)
+    1
+    >>> route_gaps(("r1", SILENT, "r3"), True, ("r1", None, "r3"), True)
+    0
+    >>> route_gaps(("r1", SILENT, "r3"), True, ("r1", "r2", "r3"), True) is None
+    True
+    """
+    if known_reached and trace_reached and len(known) != len(trace):
+        return None
+    if known == trace:            # the usual case: nothing can disagree, is any hop answering?
+        return 0 if any(x is not None for x in known) else None
+    common = gaps = 0
+    for x, y in zip(known, trace):
+        if x is None:
+            continue
+        if y is None:
+            if x != SILENT:
+                gaps += 1
+        elif x != y:
+            return None
+        else:
+            common += 1
+    return gaps if common else None
+
+
 def same_route(a: tuple, a_reached: bool, b: tuple, b_reached: bool) -> bool:
     """True when no answering TTL disagrees and, if both reached, the lengths agree.
 
@@ -60,17 +114,7 @@ def same_route(a: tuple, a_reached: bool, b: tuple, b_reached: bool) -> bool:
     >>> same_route(("r1", "r2"), False, ("r1", "r2", "r3"), True)
     True
     """
-    if a_reached and b_reached and len(a) != len(b):
-        return False
-    if a == b:                    # the usual case: nothing can disagree, is any hop answering?
-        return any(x is not None for x in a)
-    common = 0
-    for x, y in zip(a, b):
-        if x is not None and y is not None:
-            if x != y:
-                return False
-            common += 1
-    return common > 0
+    return route_gaps(a, a_reached, b, b_reached) is not None
 
 
 def divergence(old: tuple, new: tuple) -> int:
@@ -123,14 +167,24 @@ class _ToolRoutes:
         self.reach: deque[bool] = deque(maxlen=history)
 
     def find(self, obs: TraceObs, among: list[_Variant], route: tuple | None = None) -> _Variant | None:
-        """The first variant ``obs`` takes (``route``: its :func:`route_of`, when already known)."""
+        """The variant ``obs`` takes (``route``: its :func:`route_of`, when already known); see :meth:`best`."""
         if route is None:
             route = route_of(obs)
-        reached = bool(obs.reached)
+        return self.best(among, route, bool(obs.reached))[0]
+
+    @staticmethod
+    def best(among: list[_Variant], route: tuple, reached: bool) -> tuple[_Variant | None, int]:
+        """The variant a trace takes — the first with the fewest silent gaps — and its gaps."""
+        found, fewest = None, 0
         for variant in among:
-            if same_route(variant.hops, variant.reached, route, reached):
-                return variant
-        return None
+            gaps = route_gaps(variant.hops, variant.reached, route, reached)
+            if gaps is None:
+                continue
+            if gaps == 0:
+                return variant, 0
+            if found is None or gaps < fewest:
+                found, fewest = variant, gaps
+        return found, fewest
 
 
 class RouteDetector(Detector):
@@ -148,6 +202,23 @@ class RouteDetector(Detector):
         self.failures: list[str] = []                    # consecutive failure descriptions
         self.first_failure: float | None = None
         self.pmtu_max: int | None = None
+        # What the path looked like at its previous trace (is a step fresh?), and before the pending candidate.
+        self.owd_at_trace: float | None = None
+        self.rtt_at_trace: float | None = None
+        self.quiet_before = True                 # ... the pending candidate's previous trace was at the baselines
+        self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
+
+    _KEPT_PARAMS = ("learn_s", "settle_s", "forget_s", "clock_error_ms", "fail_streak", "reach_history")
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "owd_at_trace" not in state:   # pickled before steps had to be fresh
+            self.owd_at_trace = self.rtt_at_trace = None
+            self.quiet_before, self.needs = True, {}
+        p = self.p
+        if "rtt_step_rel" in vars(p):      # parameters of that layout: rtt_step_ms then meant both floors
+            names = {f.name for f in fields(RouteParams)}
+            self.p = RouteParams(**{k: v for k, v in vars(p).items() if k in names and k in self._KEPT_PARAMS})
 
     # ------------------------------------------------------------------ dispatch
     def observe(self, obs) -> list[Anomaly]:
@@ -171,7 +242,7 @@ class RouteDetector(Detector):
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(delay)
             pending = next((tool for tool in self.tools.values() if tool.candidate is not None), None)
-            step = self._owd_step() if pending is not None else None
+            step = self._owd_step(self.quiet_before) if pending is not None else None
             if step is not None:
                 # The delay step arrived after the candidate trace: it confirms the change now,
                 # before the next trace.
@@ -219,9 +290,14 @@ class RouteDetector(Detector):
         if obs.reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
         self._forget(tool, obs.t)
+        owd_before, rtt_before = self.owd_at_trace, self.rtt_at_trace
+        if self.recent_delays:
+            self.owd_at_trace = self.recent_delays[-1]
+        if obs.reached and obs.last_rtt_ms is not None:
+            self.rtt_at_trace = obs.last_rtt_ms
         if self._mtu_cut(obs):
             return out                  # tracepath re-probing under an MTU drop is not a new route
-        out += self._route(obs, tool)
+        out += self._route(obs, tool, owd_before, rtt_before)
         return out
 
     def _mtu_cut(self, obs: TraceObs) -> bool:
@@ -243,25 +319,47 @@ class RouteDetector(Detector):
         return out
 
     def _forget(self, tool: _ToolRoutes, now: float) -> None:
-        forget_s = self.p.forget_s
+        forget_s, most = self.p.forget_s, self.p.remember_max_s
         if not all(now - v.last <= forget_s for v in tool.known):
-            tool.known = [v for v in tool.known if now - v.last <= forget_s]
+            # a route in use for longer than forget_s is remembered as long as it was in use
+            tool.known = [v for v in tool.known if now - v.last <= max(forget_s, min(v.last - v.first, most))]
 
-    def _route(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
+    def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None,
+               rtt_before: float | None = None) -> list[Anomaly]:
         out: list[Anomaly] = []
         route = route_of(obs)
+        reached = bool(obs.reached)
+        known, gaps = tool.best(tool.known, route, reached)
         # An open change ends when an old route comes back, or when the new one has settled in.
         if self.is_open("route_change") and tool.changed_at is not None:
-            if tool.find(obs, tool.changed_from, route):
+            if known is not None and any(known is v for v in tool.changed_from):
                 out += self._end_change(tool, obs.t, "the previous route returned")
             elif obs.t - tool.changed_at >= self.p.settle_s:
                 out += self._end_change(tool, obs.t, "the new route became the path's normal")
-        known = tool.find(obs, tool.known, route)
+        # A pending candidate (of any tool on the path) that this trace takes better than a known route.
+        for owner in self.tools.values():
+            candidate = owner.candidate
+            if candidate is None:
+                continue
+            taken = route_gaps(candidate.hops, candidate.reached, route, reached)
+            if taken is not None and (known is None or taken < gaps):
+                candidate.last, candidate.count = obs.t, candidate.count + 1
+                if candidate.count < self.needs.get(owner.name, 2):
+                    return out
+                if owner is not tool:
+                    tool.known.append(candidate)
+                return out + self._start_change(obs.t, owner, f"seen on {candidate.count} traces in a row",
+                                                self._rtt_step(obs))
         if known is not None:
+            for owner in self.tools.values():   # a trace back on a known route: pending candidates were blips
+                if owner.candidate is not None:
+                    owner.known.append(owner.candidate)
+                    owner.candidate = None
+            if gaps and not self.is_open("route_change"):
+                out += self._silent_hop(obs, tool, known, route, owd_before, rtt_before)
+                if tool.candidate is not None or self.is_open("route_change"):
+                    return out
             known.last, known.count = obs.t, known.count + 1
-            if tool.candidate is not None:          # a blip: the candidate did not persist
-                tool.known.append(tool.candidate)
-                tool.candidate = None
             if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
                 self.rtts.append(obs.last_rtt_ms)
             return out
@@ -270,36 +368,72 @@ class RouteDetector(Detector):
         if obs.t - tool.first_seen <= self.p.learn_s:
             tool.known.append(_Variant(obs))
             return out
-        if tool.candidate is not None and tool.candidate.matches_route(route, bool(obs.reached)):
-            tool.candidate.last, tool.candidate.count = obs.t, tool.candidate.count + 1
-            return out + self._start_change(obs.t, tool, "seen on two traces in a row", self._rtt_step(obs))
         tool.candidate = _Variant(obs)
+        quiet = self.quiet_before = self._quiet(owd_before, rtt_before)
         # One trace is enough only when an independent measurement agrees: the one-way delay of
         # the latency tests stepped at the same time, or the trace's RTT stepped onto a new AS.
-        owd_step = self._owd_step()
-        rtt_step = self._trace_rtt_step(obs)
+        # Otherwise the new route must persist: two traces with a new AS or an RTT step, three without.
+        owd_step = self._owd_step(quiet)
         if owd_step is not None:
             return out + self._start_change(obs.t, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms", owd_step)
-        if rtt_step is not None and self._new_as(obs, tool):
+        rtt_step = self._trace_rtt_step(obs, quiet)
+        new_as = self._new_as(obs, tool)
+        if rtt_step is not None and new_as:
             return out + self._start_change(obs.t, tool, f"confirmed by a new AS and an RTT step of {rtt_step:+.1f} ms", rtt_step)
+        self.needs[tool.name] = 2 if rtt_step is not None or new_as else 3
         return out
 
-    def _big(self, step: float, base: float) -> float | None:
-        return step if abs(step) >= max(self.p.rtt_step_ms, self.p.rtt_step_rel * abs(base)) else None
+    def _silent_hop(self, obs: TraceObs, tool: _ToolRoutes, known: _Variant, route: tuple,
+                    owd_before: float | None, rtt_before: float | None) -> list[Anomaly]:
+        """A known route's answering hop gone silent: a new silent router when a fresh delay step comes with it.
 
-    def _trace_rtt_step(self, obs: TraceObs) -> float | None:
-        """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough."""
-        if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
-            return None
-        base = median(self.rtts)
-        return self._big(obs.last_rtt_ms - base, base)
+        With a fresh one-way delay step the change opens at once; with a fresh step of the
+        trace's own RTT only (the same measurement) the next trace must be silent there too.
+        """
+        quiet = self._quiet(owd_before, rtt_before)
+        owd_step = self._owd_step(quiet)
+        rtt_step = None if owd_step is not None else self._trace_rtt_step(obs, quiet)
+        if owd_step is None and rtt_step is None:
+            return []
+        hops = tuple(SILENT if y is None and x is not None and x != SILENT else y
+                     for x, y in zip(known.hops, route)) + route[len(known.hops):]
+        candidate = _Variant(obs)
+        candidate.hops = hops
+        tool.candidate = candidate
+        self.quiet_before, self.needs[tool.name] = quiet, 2
+        if owd_step is None:
+            return []
+        return self._start_change(obs.t, tool, f"a hop fell silent with a one-way delay step of {owd_step:+.1f} ms",
+                                  owd_step)
 
-    def _owd_step(self) -> float | None:
-        """The step of the latest latency tests' minimum delay against their baseline, if big enough."""
-        if len(self.recent_delays) < 1 or len(self.delays) < 6:
+    def _step(self, values, latest: float, floor: float) -> float | None:
+        """``latest`` − the median of ``values`` when it exceeds ``floor`` and ``step_sigmas`` robust
+        standard deviations (scaled MAD) of ``values``."""
+        step = latest - median(values)
+        if abs(step) < floor:
             return None
-        base = median(self.delays)
-        return self._big(self.recent_delays[-1] - base, base)
+        spread = float(median_abs_deviation(values, scale="normal"))
+        return step if abs(step) >= max(floor, self.p.step_sigmas * spread) else None
+
+    def _quiet(self, owd_before: float | None, rtt_before: float | None) -> bool:
+        """Whether the path was at its delay baselines at the previous trace, so a step now is fresh."""
+        if (owd_before is not None and len(self.delays) >= 6
+                and self._step(self.delays, owd_before, self.p.owd_step_ms) is not None):
+            return False
+        return not (rtt_before is not None and len(self.rtts) >= 3
+                    and self._step(self.rtts, rtt_before, self.p.rtt_step_ms) is not None)
+
+    def _trace_rtt_step(self, obs: TraceObs, fresh: bool = True) -> float | None:
+        """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough (and ``fresh``)."""
+        if not fresh or not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
+            return None
+        return self._step(self.rtts, obs.last_rtt_ms, self.p.rtt_step_ms)
+
+    def _owd_step(self, fresh: bool = True) -> float | None:
+        """The step of the latest latency tests' minimum delay against their baseline, if big enough (and ``fresh``)."""
+        if not fresh or len(self.recent_delays) < 1 or len(self.delays) < 6:
+            return None
+        return self._step(self.delays, self.recent_delays[-1], self.p.owd_step_ms)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
         """The RTT or OWD step that coincides with a change, for the evidence."""
