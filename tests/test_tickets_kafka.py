@@ -114,3 +114,37 @@ def test_the_service_consumes_restarts_survives_rt_down_and_commits_after_each_t
     assert {row[3] for row in rows} == {"open", "resolved"}
     assert by_id[steps[-1].anomaly["id"]][3] == "open"
     assert by_id[steps[6].anomaly["id"]][3] == "resolved" and by_id[steps[6].anomaly["id"]][1] == "rt"
+
+
+def test_pathwatch_tickets_run_with_an_existing_rt_from_the_environment(test_stack, ticket_stack):
+    """The CLI as deployed: settings from the stack's config and PATHWATCH_* (an existing RT by
+    URL and token), a topic renamed by PATHWATCH_TOPIC_ANOMALIES, until the topic is idle."""
+    import os
+    import subprocess
+
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.test_stack_integration import CLI, REPO
+
+    run = uuid.uuid4().hex[:8]
+    topic = f"test-{run}.anomalies"
+    bootstrap = test_stack.kafka_bootstrap
+    for future in AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    steps = scenario(f"cli{run}")[:4]     # open, grow, repeat, close
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for step in steps:
+        producer.produce(topic, key=step.anomaly["id"].encode(), value=json.dumps(step.anomaly).encode())
+    assert producer.flush(30) == 0
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
+    env.update(PATHWATCH_HOME=str(_home()), PATHWATCH_TOPIC_ANOMALIES=topic, PATHWATCH_RT_URL=ticket_stack.rt.url,
+               PATHWATCH_RT_TOKEN=ticket_stack.rt.token())
+    result = subprocess.run([*CLI, "tickets", "run", "--group", f"cli-{run}", "--until-idle", "8"], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["action"] for line in lines] == ["create", "comment", "skip", "resolve"]
+    reference = lines[0]["ticket"]
+    assert reference.startswith("RT#") and {line["ticket"] for line in lines} == {reference}
+    assert ticket_stack.get(reference[3:])["Status"] == "resolved"

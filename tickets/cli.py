@@ -123,7 +123,11 @@ def run(home: Home = None, config_file: ConfigFile = None, policy_file: PolicyFi
         return handled
 
     handler.handle = handle_and_report  # type: ignore[method-assign]
-    count = consume(handler, Kafka(config).bootstrap, topic_names(config), group, stopping, until_idle)
+    from pathwatch.stack import jobs
+
+    with jobs.registered("tickets", home=config.home, kind="tickets", group=group,
+                         via="alertmanager" if via_alertmanager else backend):   # listed by `stack status`
+        count = consume(handler, Kafka(config).bootstrap, topic_names(config), group, stopping, until_idle)
     logging.info("tickets: %d message(s) handled", count)
 
 
