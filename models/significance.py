@@ -46,3 +46,23 @@ def _scipy_tail(k, n, p) -> float:
     from scipy.stats import binom
 
     return binom.sf(k - 1, n, p)
+
+
+def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
+    """``scipy.stats.poisson.sf(k - 1, mean) < alpha``: whether P(X >= k) for X ~ Poisson(mean) is below ``alpha``.
+
+    Decided by the Chernoff bound ``log P(X >= k) <= k - mean - k·log(k / mean)`` (k > mean) or
+    the single term ``P(X = k)`` when either is far from the line, by scipy otherwise.
+
+    >>> poisson_tail_below(400, 3.6, 1e-6), poisson_tail_below(6, 3.6, 1e-6)
+    (True, False)
+    """
+    if type(k) is int and k >= 1 and mean > 0.0 and 0.0 < alpha < 1.0:
+        log_alpha = math.log(alpha)
+        if k > mean and k - mean - k * math.log(k / mean) < log_alpha - MARGIN:
+            return True
+        if -mean + k * math.log(mean) - math.lgamma(k + 1) > log_alpha + MARGIN:
+            return False
+    from scipy.stats import poisson
+
+    return bool(poisson.sf(k - 1, mean) < alpha)

@@ -322,6 +322,46 @@ def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
     assert loss_then < 1e-3, f"detected at {100 * loss_then:.3f} % loss"
 
 
+def _bursty_loss_series(rng, days, rate_at, bursts):
+    """Latency every 10 min at ``rate_at(t)``, plus one-off bursts: {sample index: packets lost}."""
+    times = latency_times(days)
+    return [latency(t, 20.0, lost=bursts.get(i, int(rng.binomial(6000, rate_at(t))))) for i, t in enumerate(times)]
+
+
+def test_loss_bursts_on_a_slow_convex_ramp_do_not_make_it_a_step():
+    """A convex ramp (the LAG member's loss grows ever faster) with one-off bursts of hundreds of
+    packets riding on it: still rising_loss, found before 0.1 %, never loss_step."""
+    rng = np.random.default_rng(41)
+    onset, days, final = T0 + 4 * DAY, 17.0, 4e-3
+    rate = lambda t: 1e-6 + final * (max(0.0, t - onset) / (days * DAY)) ** 1.4  # noqa: E731
+    bursts = {int((onset - T0) / 600) + 150: 380, int((onset - T0) / 600) + 330: 220, 200: 170}
+    obs = _bursty_loss_series(rng, 14, rate, bursts)
+    found = detect(obs)
+    assert kinds(found) == ["rising_loss"]
+    assert rate(found[0].detected_at) < 1e-3, f"detected at {100 * rate(found[0].detected_at):.3f} % loss"
+
+
+def test_loss_bursts_on_a_healthy_path_stay_quiet():
+    rng = np.random.default_rng(42)
+    bursts = {i: int(rng.integers(150, 400)) for i in rng.choice(1400, 6, replace=False)}
+    assert detect(_bursty_loss_series(rng, 10, lambda t: 1e-5, bursts)) == []
+
+
+def test_loss_only_in_the_same_busy_hours_every_day_is_not_a_step_or_a_rise():
+    """Busy-hour congestion loss growing day by day stays with the diurnal detector (its first busy
+    period alone may pass for a step, which ends with it); the same loss spread over the whole day
+    is a rise."""
+    rng = np.random.default_rng(43)
+    onset = T0 + 4 * DAY
+    growth = lambda t: 1e-6 + 6e-3 * max(0.0, t - onset) / (10 * DAY)  # noqa: E731
+    busy = lambda t: 13 <= (t % DAY) / HOUR < 18  # noqa: E731
+    periodic = detect(_loss_series(rng, 10, lambda t: growth(t) if busy(t) else 1e-6))
+    assert "rising_loss" not in kinds(periodic)
+    assert all(a.end is not None and a.end - a.start < DAY for a in periodic if a.kind == "loss_step")
+    spread = _loss_series(rng, 10, lambda t: 1e-6 + (growth(t) - 1e-6) * 5 / 24)
+    assert "rising_loss" in kinds(detect(spread))
+
+
 def test_healthy_sporadic_loss_stays_quiet():
     rng = np.random.default_rng(14)
     assert detect(_loss_series(rng, 10, lambda t: 2e-5)) == []
@@ -339,6 +379,23 @@ def test_lag_member_signature_one_in_k_runs_degraded():
     found = [a for a in detect(runs) if a.kind == "rising_loss"]
     assert len(found) == 1
     assert 3 <= found[0].evidence["lag_k_estimate"] <= 6
+
+
+def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_interleaved_are():
+    """A throughput drop that came and went leaves a block of bad runs, as many as 1 in 3 of the
+    window: a level change, not a LAG member; the same number spread among clean runs is 1 in k."""
+    rng = np.random.default_rng(44)
+    series = list(throughput_series(rng, 8))
+    onset = T0 + 4 * DAY
+    late = [i for i, (t, _) in enumerate(series) if t >= onset]
+    block = set(late[:16])
+    spread = set(late[::3][:16])
+
+    def runs(bad):
+        return [run(t, b * 0.3, retransmits=int(rng.integers(800, 3000))) if i in bad
+                else run(t, b, retransmits=int(rng.integers(0, 20))) for i, (t, b) in enumerate(series)]
+    assert "rising_loss" not in kinds(detect(runs(block)))
+    assert "rising_loss" in kinds(detect(runs(spread)))
 
 
 def test_busy_hour_degradation_is_not_a_lag_signature():

@@ -149,3 +149,16 @@ def test_route_state_pickled_before_fresh_steps_restores():
     restored.observe(latency(step_t, 13.0))
     found = restored.observe(trace(step_t + 60, ["10.0.0.1", "10.0.1.1", "198.51.100.1", "10.9.0.1"]))
     assert [a.kind for a in found] == ["route_change"]
+
+
+def test_poisson_tail_bounds_decide_as_scipy_does():
+    from scipy.stats import poisson
+
+    from pathwatch.models.significance import poisson_tail_below
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        mean = 10 ** rng.uniform(-2, 3)
+        k = max(1, int(mean * rng.choice([0.5, 1, 1.5, 2, 3, 5, 10, 50]) + rng.randint(-3, 30)))
+        alpha = rng.choice([1e-3, 1e-6, 1e-9])
+        assert poisson_tail_below(k, mean, alpha) == bool(poisson.sf(k - 1, mean) < alpha), (k, mean, alpha)

@@ -1,17 +1,24 @@
 """loss_step and rising_loss: packet loss that appears where there was none, as a step or a slope.
 
-Latency results are summed into hourly bins of (lost, sent). Each completed hour, the recent bins
-are split where a two-rate Poisson model fits best; when the loss after the split is far above
+Latency results are summed into hourly bins of (lost, sent). A burst — an hour that loses far
+more than the hours on either side of it typically do (Poisson test at ``burst_alpha``) — is a
+one-off event (a queue overflowing, a reroute), neither a step nor a trend: for the analysis its
+loss is taken as its neighbours' rate. Each completed hour, the recent bins are split where a
+two-rate Poisson model fits best; when the loss after the split is far above
 the path's reference rate (binomial test), two shapes compete by likelihood: a step (one
 constant rate after some hour) and a ramp (a rate growing linearly from the reference after some
-hour). The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
+hour). Loss confined to the same hours of every day (none significant outside the busiest
+``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither.
+The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
 least ``step_hours``) or ``rising_loss``; until then the detector waits. Both close when loss
 falls back for ``recover_hours``.
 
 The LAG-member signature is read from throughput runs: about one in k runs (the flows hashed onto
 the failing member) retransmit heavily at a lower rate while the others stay clean, at any hour
 of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac`` of recent runs,
-spread over the day, ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
+spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
+in a row is a level change that came and went, not 1 in k), ``rising_loss`` opens with ``k``
+estimated as 1 / fraction.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from itertools import accumulate
 from operator import itemgetter, truediv
 
 import numpy as np
+from statsmodels.sandbox.stats.runs import runstest_1samp
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
-from pathwatch.models.significance import tail_exceeds
+from pathwatch.models.significance import poisson_tail_below, tail_exceeds
 from pathwatch.models.window import median
 
 DAY = 86400.0
@@ -49,6 +57,9 @@ class LossParams(Params):
     step_flatness: float = 0.7      # a step's second half keeps at least this share of the first's rate
     step_min_lost: int = 20         # with at least this many packets lost
     recover_hours: int = 6          # bins back near the reference that close an episode
+    burst_hours: int = 6            # hours on each side an hour's loss is compared with ...
+    burst_alpha: float = 1e-6       # ... a burst: more loss than their typical rate explains at this level
+    busy_slot_hours: int = 8        # loss only within this many hours of each day is busy-hour loss
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
@@ -62,6 +73,7 @@ class LossParams(Params):
     lag_alpha: float = 1e-4
     stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
     lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
+    lag_cluster_alpha: float = 1e-3  # degraded runs bunched in time this significantly (runs test) are not 1 in k
 
 
 def _llr_split(bins: list[tuple[int, int, int]], p0: float) -> tuple[int, float]:
@@ -95,6 +107,43 @@ def _highest_tail_rate(bins: list[tuple[int, int, int]]) -> float:
         return max(map(truediv, lost_after, sent_after))
     except ZeroDivisionError:
         return math.inf
+
+
+def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float) -> list[tuple[int, int, int]]:
+    """The bins with each burst's loss replaced by what its neighbours' rate predicts.
+
+    A burst is an hour whose loss is improbable (Poisson upper tail below ``alpha``) at the larger
+    of the median rates of the ``side`` hours before it and the ``side`` hours after it (at least
+    ``floor``). A step's first hours are not bursts once an hour follows them; a ramp's hours
+    are not, as each has neighbours at its rate.
+
+    >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
+    >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
+    [0, 0, 1, 1, 1]
+    >>> step = [(h, 0, 36000) for h in range(10)] + [(h, 20, 36000) for h in range(10, 13)]
+    >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
+    [0, 20, 20, 0]
+    """
+    lost = [b[1] for b in bins]
+    screened = [i for i, lo in enumerate(lost) if lo >= 5]     # fewer lost packets are never a burst
+    if not screened or len(bins) < 2:
+        return bins
+    sent = [b[2] for b in bins]
+    rates = [lo / se if se else 0.0 for lo, se in zip(lost, sent)]
+    typical = max(median(rates), floor)
+    out = None
+    for i in screened:
+        # cheap screen: only an hour well above the series' typical rate can be a burst
+        if lost[i] <= 3 * typical * sent[i]:
+            continue
+        before, after = rates[max(0, i - side): i], rates[i + 1: i + 1 + side]
+        local = max(median(before) if before else 0.0, median(after) if after else 0.0, floor)
+        expected = local * sent[i]
+        if poisson_tail_below(lost[i], expected, alpha):
+            if out is None:
+                out = list(bins)
+            out[i] = (bins[i][0], int(round(expected)), sent[i])
+    return bins if out is None else out
 
 
 def _llr_step(after: list[tuple[int, int, int]], p0: float) -> float:
@@ -184,11 +233,14 @@ class LossDetector(Detector):
             if len(bins) < p.min_reference + 6:
                 return []
             reference, recent = bins[: p.min_reference], bins[p.min_reference:]
+        reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha)
         ref_lost = sum(map(_LOST, reference))
         ref_sent = sum(map(_SENT, reference))
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
         if _highest_tail_rate(recent) < max(p.min_rate, 3 * p0) * (1 - 1e-9):
-            return []                  # whatever the split, the loss after it is too low (checked below)
+            return []                  # whatever the split, the loss after it is too low (checked below;
+                                       # taking bursts out only lowers it)
+        recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
         lost = sum(map(_LOST, after))
@@ -207,7 +259,7 @@ class LossDetector(Detector):
         typical = median(b[1] / b[2] for b in after if b[2])
         sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
         could_step = sustained and len(after) >= p.step_hours and lost >= p.step_min_lost
-        if not (could_rise or could_step):
+        if not (could_rise or could_step) or self._busy_hours_only(after, p0):
             return []
         step_llr = _llr_step(after, p0)
         ramp_llr, ramp_start, slope = _llr_ramp(recent, p0)
@@ -239,6 +291,22 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         return []
+
+    def _busy_hours_only(self, after: list[tuple[int, int, int]], p0: float) -> bool:
+        """Whether the loss after the change stays within the same few hours of each day: outside the
+        busiest ``busy_slot_hours`` of the day it is not significantly above the reference."""
+        if len(after) < 24:
+            return False
+        lost_by_hour, sent_by_hour = [0] * 24, [0] * 24
+        for hour, lost, sent in after:
+            lost_by_hour[hour % 24] += lost
+            sent_by_hour[hour % 24] += sent
+        width = self.p.busy_slot_hours
+        start = max(range(24), key=lambda s: sum(lost_by_hour[(s + i) % 24] for i in range(width)))
+        inside = {(start + i) % 24 for i in range(width)}
+        lost_out = sum(v for h, v in enumerate(lost_by_hour) if h not in inside)
+        sent_out = sum(v for h, v in enumerate(sent_by_hour) if h not in inside)
+        return sent_out > 0 and (lost_out < 1 or tail_exceeds(lost_out, sent_out, p0, self.p.alpha))
 
     def _maybe_recovered(self, bins: list, now: float) -> list[Anomaly]:
         last = bins[-1]
@@ -318,7 +386,7 @@ class LossDetector(Detector):
         usual = p.lag_outlier_rate
         if self.history_runs >= p.lag_runs // 2:
             usual = max(usual, self.history_degraded / self.history_runs)
-        if tail_exceeds(len(flags), n, usual, p.lag_alpha) or self._busy_hours(flags):
+        if tail_exceeds(len(flags), n, usual, p.lag_alpha) or self._busy_hours(flags) or self._bunched():
             return []
         k = max(2, round(1 / frac))
         self.lag_open = True
@@ -332,6 +400,13 @@ class LossDetector(Detector):
                       "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
                       "degraded_times": [from_epoch(r[0]) for r in flags][:8]},
         )
+
+    def _bunched(self) -> bool:
+        """True when the degraded runs come in blocks (Wald–Wolfowitz runs test: significantly too
+        few alternations between degraded and clean runs), as a level change does, not 1 in k."""
+        flags = np.array([r[1] for r in self.runs], dtype=float)
+        z, p_two_sided = runstest_1samp(flags, cutoff=0.5, correction=False)
+        return bool(z < 0 and p_two_sided / 2 < self.p.lag_cluster_alpha)
 
     def _busy_hours(self, flags: list) -> bool:
         """True when the degraded runs bunch into one 6-hour slot of the day (a busy hour, not a LAG)."""
