@@ -398,6 +398,20 @@ def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_inter
     assert "rising_loss" in kinds(detect(runs(spread)))
 
 
+def test_a_two_member_lag_half_the_runs_degraded_at_random_is_a_lag_signature():
+    """Half the runs (those hashed onto the bad one of two members) collapse, at random: found with
+    k = 2 on nearly every such series (ten series; chance streaks may hold one or two back)."""
+    found_k2 = 0
+    for seed in range(45, 55):
+        rng = np.random.default_rng(seed)
+        onset = T0 + 3 * DAY
+        runs = [run(t, b * 0.02, retransmits=int(rng.integers(800, 3000))) if t >= onset and rng.random() < 0.5
+                else run(t, b, retransmits=int(rng.integers(0, 20))) for t, b in throughput_series(rng, 8)]
+        found = [a for a in detect(runs) if a.kind == "rising_loss"]
+        found_k2 += len(found) == 1 and found[0].evidence["lag_k_estimate"] == 2
+    assert found_k2 >= 8, f"{found_k2} of 10"
+
+
 def test_busy_hour_degradation_is_not_a_lag_signature():
     rng = np.random.default_rng(16)
     runs = []

@@ -64,7 +64,7 @@ class LossParams(Params):
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
     lag_streak: int = 4             # this many degraded runs in a row is not a 1-in-k pattern
-    lag_max_frac: float = 0.45      # (a 2-member LAG is not told apart from a path where half the runs are bad)
+    lag_max_frac: float = 0.65      # (up to a 2-member LAG: half the runs, interleaved with clean ones)
     lag_collapse: float = 0.5        # degraded: a rate below this fraction of the clean median, or
     lag_retrans_factor: float = 10.0  # retransmits this many times the clean level ...
     lag_retrans_min: int = 50        # ... and at least this many, at a rate 2 x lag_rate_drop below
