@@ -40,6 +40,11 @@ class MemoryBackend:
         return [self._ticket(n) for n in sorted(self.store, key=int, reverse=True)
                 if self.store[n]["status"] != "resolved" and any(m.path == path for m in self.store[n]["state"].open_members.values())]
 
+    def open_on_host(self, host):
+        return [self._ticket(n) for n in sorted(self.store, key=int, reverse=True)
+                if self.store[n]["status"] != "resolved"
+                and any(host in m.path.split(">") for m in self.store[n]["state"].open_members.values())]
+
     def _apply(self, action, number, change):
         if self.fail_next == "before":
             self.fail_next = None
@@ -60,7 +65,7 @@ class MemoryBackend:
 
     def _set(self, ticket, state, priority=None, status=None, text=None):
         t = self.store[ticket.id]
-        t["state"] = state
+        t["state"], t["key"] = state, ticket.key
         if priority is not None:
             t["priority"] = priority
         if status:
@@ -367,3 +372,36 @@ def test_a_consequence_on_the_same_path_joins_the_cause_and_is_found_again_after
     assert restarted.handle(route.closed(T0 + HOUR).to_dict()).action == "comment"   # the shift is still open
     assert restarted.handle(shift.closed(T0 + HOUR).to_dict()).action == "resolve"
     assert backend.store["1"]["status"] == "resolved" and len(backend.store) == 2
+
+
+def test_a_host_problem_first_seen_from_the_other_end_is_re_keyed_to_the_shared_host():
+    from pathwatch.models.anomaly import Anomaly
+
+    def clock(source, destination):
+        return Anomaly.open("clock_error", source, destination, start=T0, detected_at=T0, severity="major",
+                            score=1.0, summary="Clock trouble.", evidence={})
+
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    anomalies = [clock("umd", "ucl"), clock("nikhef", "ucl"), clock("ucl", "bnl"), clock("cern", "ucl")]
+    outcomes = [reconciler.handle(a.to_dict()) for a in anomalies]
+    assert [o.action for o in outcomes] == ["create", "comment", "comment", "comment"]
+    assert [o.key for o in outcomes] == ["clock_error|host:umd"] + ["clock_error|host:ucl"] * 3
+    assert len(backend.store) == 1 and backend.store["1"]["key"] == "clock_error|host:ucl"
+    restarted = reconcile.Reconciler(backend)
+    closing = [restarted.handle(a.closed(T0 + HOUR).to_dict()).action for a in anomalies]
+    assert closing == ["comment", "comment", "comment", "resolve"]
+    assert {o.action for o in (reconcile.Reconciler(backend).handle(a.to_dict()) for a in anomalies)} == {"skip"}
+
+
+def test_a_cause_seen_after_its_consequence_joins_the_consequence_ticket():
+    from pathwatch.models.anomaly import Anomaly
+
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    drop = Anomaly.open("throughput_drop", "a", "b", start=T0, detected_at=T0, severity="major", score=0.8,
+                        summary="Throughput dropped 45 %.", evidence={"drop_pct": 45})
+    step = loss_step(T0 + 60, source="a", destination="b")
+    assert reconciler.handle(drop.to_dict()).action == "create"
+    joined = reconciler.handle(step.to_dict())
+    assert (joined.action, joined.detail) == ("comment", "related") and len(backend.store) == 1

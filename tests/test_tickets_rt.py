@@ -173,3 +173,26 @@ def test_a_consequence_joins_its_cause_and_a_restarted_service_finds_it_by_anoma
     assert backend.open_on_path("ps1.cx.example>ps1.cy.example") == []
     assert backend.tickets("latency_shift|path:ps1.cx.example>ps1.cy.example") == []
     assert ticket_stack.get(created.ticket.id)["Status"] == "resolved"
+
+
+def test_a_host_problem_is_re_keyed_to_the_shared_host_in_rt(ticket_stack):
+    from pathwatch.models.anomaly import Anomaly
+    from tests.tickets_stream import HOUR, T0
+
+    def clock(source, destination):
+        return Anomaly.open("clock_error", f"ps1.{source}.rk.example", f"ps1.{destination}.rk.example", start=T0,
+                            detected_at=T0, severity="major", score=1.0, summary="Clock trouble.", evidence={})
+
+    anomalies = [clock("umd", "ucl"), clock("nikhef", "ucl"), clock("ucl", "bnl")]
+    handler, _ = _handler(ticket_stack)
+    outcomes = [handler.handle(json.dumps(a.to_dict()).encode()).outcome for a in anomalies]
+    assert [o.action for o in outcomes] == ["create", "comment", "comment"]
+    backend = ticket_stack.backend()
+    (ticket,) = backend.tickets("clock_error|host:ps1.ucl.rk.example")
+    assert backend.tickets("clock_error|host:ps1.umd.rk.example") == []
+    assert [t.reference for t in backend.open_on_host("ps1.bnl.rk.example")] == [ticket.reference]
+    assert backend.open_on_host("ps1.bn.rk.example") == []        # LIKE matches substrings; hosts must be exact
+    restarted, _ = _handler(ticket_stack)
+    closing = [restarted.handle(json.dumps(a.closed(T0 + HOUR).to_dict()).encode()).outcome.action for a in anomalies]
+    assert closing == ["comment", "comment", "resolve"]
+    assert ticket_stack.get(ticket.id)["Status"] == "resolved"

@@ -69,13 +69,17 @@ def scope_of(key: str) -> str:
     return key.split("|", 2)[1].split(":", 1)[0]
 
 
-def causes_of(kind: str) -> frozenset[str]:
-    """Kinds whose known consequences include ``kind`` on the same path (the evaluation's table):
-    an open problem of such a kind on the path takes the anomaly in instead of a ticket of its own.
+def related_kinds(kind: str) -> frozenset[str]:
+    """Kinds that explain ``kind`` on the same path, or that it explains (the evaluation's table
+    of known consequences): an open problem of such a kind on the path takes the anomaly in
+    instead of a ticket of its own, whichever was seen first.
 
-    >>> sorted(causes_of("latency_shift"))
+    >>> sorted(related_kinds("latency_shift"))
     ['clock_error', 'diurnal_saturation', 'route_change']
+    >>> sorted(related_kinds("loss_step"))
+    ['diurnal_saturation', 'rising_loss', 'throughput_drop', 'unreachable']
     """
     from pathwatch.evaluation.matching import CONSEQUENCES
 
-    return frozenset(cause for cause, consequences in CONSEQUENCES.items() if kind in consequences)
+    causes = {cause for cause, consequences in CONSEQUENCES.items() if kind in consequences}
+    return frozenset(causes | set(CONSEQUENCES.get(kind, ())))

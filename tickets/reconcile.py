@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 from pathwatch.contract.timefmt import parse_rfc3339
 from pathwatch.tickets import body
 from pathwatch.tickets.backends.base import Backend, BackendError, Member, ProblemState, Ticket
-from pathwatch.tickets.keys import causes_of, path_of, problem_keys
+from pathwatch.tickets.keys import path_of, problem_keys, related_kinds
 from pathwatch.tickets.policy import Policy, RateLimiter, rank, site_of
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,9 @@ class Reconciler:
 
     def _keep(self, ticket: Ticket) -> Ticket:
         """Cache a ticket as the backend returned it: in place, or first when it is new."""
+        for key, cached in self._tickets.items():   # re-keyed: not under its old key any more
+            if key != ticket.key:
+                cached[:] = [t for t in cached if t.id != ticket.id]
         tickets = self._tickets.setdefault(ticket.key, [])
         ids = [t.id for t in tickets]
         if ticket.id in ids:
@@ -104,8 +107,10 @@ class Reconciler:
 
     def _choose(self, anomaly: Mapping[str, Any]) -> tuple[str, Ticket | None]:
         """The problem key and its ticket: one that covers this anomaly; else an open one of its
-        keys; else an open ticket of a cause on the same path (a latency shift joins the route
-        change that explains it); else the first key's newest ticket (None if it never had one)."""
+        keys; else an open ticket on the same path of a kind that explains it or that it explains
+        (a latency shift and the route change behind it); for a problem of either end's host, an
+        open one of the same kind through either host (re-keyed to the shared host); else the
+        first key's newest ticket (None if it never had one)."""
         candidates = problem_keys(anomaly)
         found = [(key, self._find(key)) for key in candidates]
         for key, tickets in found:
@@ -117,11 +122,18 @@ class Reconciler:
         for key, tickets in found:
             if tickets and tickets[0].is_open:
                 return key, tickets[0]
-        causes = causes_of(anomaly["kind"])
-        if causes and anomaly["end"] is None:
+        if anomaly["end"] is not None:
+            return found[0][0], (found[0][1][0] if found[0][1] else None)
+        related = related_kinds(anomaly["kind"])
+        if related:
             for ticket in self.backend.open_on_path(path_of(anomaly)):
-                if ticket.key.split("|", 1)[0] in causes:
+                if ticket.key.split("|", 1)[0] in related:
                     return ticket.key, self._keep(ticket)
+        if len(candidates) > 1:   # a host at either end: join an open problem through either host
+            for host in (anomaly.get("source"), anomaly.get("destination")):
+                for ticket in self.backend.open_on_host(host):
+                    if ticket.key.split("|", 1)[0] == anomaly["kind"]:
+                        return f"{anomaly['kind']}|host:{host}", self._keep(ticket)
         key, tickets = found[0]
         return key, (tickets[0] if tickets else None)
 
@@ -172,8 +184,10 @@ class Reconciler:
         return self._update(a, key, ticket, member, quiet)
 
     def _join(self, a, key: str, ticket: Ticket, member: Member, quiet: bool) -> Outcome:
-        """Another anomaly (usually another path) of an open problem."""
+        """Another anomaly (usually another path) of an open problem (re-keyed if ``key`` differs)."""
         old = ticket.state
+        if key != ticket.key:
+            ticket = replace(ticket, key=key)
         state = ProblemState({**old.members, a["id"]: member}, None)
         new_path = member.path not in {m.path for m in old.open_members.values()}
         worse = old.worst is None or rank(member.severity) > rank(old.worst)

@@ -93,7 +93,8 @@ class Ticket:
 class Backend(Protocol):
     """A ticket system: find tickets by key, by anomaly or by affected path; create, comment, resolve, reopen, and a silent state update.
 
-    Each call returns the ticket as it is afterwards. Errors: BackendUnavailable (retry),
+    Each call returns the ticket as it is afterwards; each writes the ticket's key (it may have
+    been re-keyed to a shared host) and state. Errors: BackendUnavailable (retry),
     BackendError (permanent).
     """
 
@@ -107,6 +108,9 @@ class Backend(Protocol):
 
     def open_on_path(self, path: str) -> list[Ticket]:
         """The open tickets with an open anomaly on this path (``source>destination``)."""
+
+    def open_on_host(self, host: str) -> list[Ticket]:
+        """The open tickets with an open anomaly on a path from or to this host."""
 
     def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket: ...
 

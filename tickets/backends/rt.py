@@ -87,12 +87,17 @@ class RTBackend:
         return self._search(f"CF.{{{PATHS_FIELD}}} = {ticketsql_string(path)} AND Status != 'resolved' "
                             f"AND Status != 'rejected'")
 
+    def open_on_host(self, host: str) -> list[Ticket]:
+        found = self._search(f"CF.{{{PATHS_FIELD}}} LIKE {ticketsql_string(host)} AND Status != 'resolved' "
+                             f"AND Status != 'rejected'")   # LIKE is a substring match: keep exact hosts
+        return [t for t in found if any(host in m.path.split(">") for m in t.state.open_members.values())]
+
     @staticmethod
-    def _fields(state: ProblemState) -> dict[str, Any]:
-        """The custom fields that follow from a state (the searchable lists are never empty: RT
-        keeps a field's old values when given none)."""
+    def _fields(key: str, state: ProblemState) -> dict[str, Any]:
+        """The custom fields that follow from a key and state (the searchable lists are never
+        empty: RT keeps a field's old values when given none)."""
         paths = sorted({m.path for m in state.open_members.values()}) or ["-"]
-        return {STATE_FIELD: state.to_text(), ANOMALIES_FIELD: sorted(state.members), PATHS_FIELD: paths}
+        return {KEY_FIELD: key, STATE_FIELD: state.to_text(), ANOMALIES_FIELD: sorted(state.members), PATHS_FIELD: paths}
 
     def all(self) -> list[dict[str, Any]]:
         """Every ticket of the queue (newest first): reference, RT status, paths covered, subject."""
@@ -112,7 +117,7 @@ class RTBackend:
     def create(self, key: str, subject: str, text: str, priority: int, state: ProblemState) -> Ticket:
         made = self._call("POST", "ticket", json={
             "Queue": self.queue, "Subject": subject, "Content": text, "ContentType": "text/plain",
-            "Priority": priority, "CustomFields": {KEY_FIELD: key, **self._fields(state)}})
+            "Priority": priority, "CustomFields": self._fields(key, state)})
         if not made.get("id"):
             raise BackendError(f"rt POST ticket: no ticket id in the reply {made!r}")
         number = str(made["id"])
@@ -122,7 +127,8 @@ class RTBackend:
                  status: str | None = None) -> Ticket:
         if priority is not None:
             self._call("PUT", f"ticket/{ticket.id}", json={"Priority": priority})
-        payload: dict[str, Any] = {"Content": text, "ContentType": "text/plain", "CustomFields": self._fields(state)}
+        payload: dict[str, Any] = {"Content": text, "ContentType": "text/plain",
+                                   "CustomFields": self._fields(ticket.key, state)}
         if status:
             payload["Status"] = status
         self._call("POST", f"ticket/{ticket.id}/comment", json=payload)
@@ -139,7 +145,7 @@ class RTBackend:
         return self._message(ticket, text, state, priority, "open")
 
     def update_state(self, ticket: Ticket, state: ProblemState, priority: int | None = None) -> Ticket:
-        payload: dict[str, Any] = {"CustomFields": self._fields(state)}
+        payload: dict[str, Any] = {"CustomFields": self._fields(ticket.key, state)}
         if priority is not None:
             payload["Priority"] = priority
         self._call("PUT", f"ticket/{ticket.id}", json=payload)

@@ -48,6 +48,11 @@ class WebhookBackend:
 
     def _save(self, ticket: Ticket, priority: int | None) -> None:
         ledger = self._ledger()
+        for key in list(ledger):   # re-keyed: the ticket moves to its new key
+            if key != ticket.key:
+                ledger[key] = [entry for entry in ledger[key] if entry["id"] != ticket.id]
+                if not ledger[key]:
+                    del ledger[key]
         entries = ledger.setdefault(ticket.key, [])
         entry = {"id": ticket.id, "status": ticket.status, "state": ticket.state.to_text(),
                  "priority": priority if priority is not None else (entries[-1]["priority"] if entries else None)}
@@ -77,6 +82,9 @@ class WebhookBackend:
 
     def open_on_path(self, path: str) -> list[Ticket]:
         return [t for t in self._all() if t.is_open and any(m.path == path for m in t.state.open_members.values())]
+
+    def open_on_host(self, host: str) -> list[Ticket]:
+        return [t for t in self._all() if t.is_open and any(host in m.path.split(">") for m in t.state.open_members.values())]
 
     def _send(self, action: str, ticket: Ticket, priority: int | None, **fields: Any) -> Ticket:
         operation = str(uuid.uuid5(PATHWATCH_NAMESPACE, f"webhook|{ticket.id}|{action}|{ticket.status}|{ticket.state.to_text()}"))
