@@ -130,7 +130,8 @@ def test_pathwatch_tickets_run_with_an_existing_rt_from_the_environment(test_sta
     run = uuid.uuid4().hex[:8]
     topic = f"test-{run}.anomalies"
     bootstrap = test_stack.kafka_bootstrap
-    for future in AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)]).values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # kept: a collected client cancels its futures
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
     steps = scenario(f"cli{run}")[:4]     # open, grow, repeat, close
     producer = Producer({"bootstrap.servers": bootstrap})
