@@ -21,11 +21,17 @@ def catch_up(config, idle_exit_s: float = 10.0, policy_file=None) -> int:
     from pathwatch.tickets.reconcile import Reconciler
     from pathwatch.tickets.service import Handler, TicketTable, consume
 
+    import hashlib
+
     rt = RequestTracker(config)
-    backend = RTBackend(rt.url, rt.token(), config.rt_queue)
+    token = rt.token()
+    backend = RTBackend(rt.url, token, config.rt_queue)
     handler = Handler(Reconciler(backend, policy.load(policy_file), Superset(config).url),
                       dead_letters=lambda letter: None, record=TicketTable(TimescaleDB(config).url, backend.name))
-    return consume(handler, Kafka(config).bootstrap, topic_names(config), "pathwatch-tickets", threading.Event(), idle_exit_s)
+    # One consumer group per RT database (its token is made with it): a fresh RT reads the topic
+    # from the start instead of inheriting offsets committed for tickets it does not have.
+    group = "pathwatch-tickets-demo-" + hashlib.sha256(token.encode()).hexdigest()[:12]
+    return consume(handler, Kafka(config).bootstrap, topic_names(config), group, threading.Event(), idle_exit_s)
 
 
 def show(config, console: Console) -> None:
