@@ -439,6 +439,32 @@ def test_diurnal_saturation_within_three_days_and_mild_swing_quiet():
     assert detect(mild) == []
 
 
+def test_a_level_drop_in_the_afternoon_after_one_afternoon_dip_is_not_diurnal_saturation():
+    """One bad afternoon, then two days later the level drops in the afternoon and stays down: the
+    afternoon is low on two days, but the runs after it never come back up: not a daily trough."""
+    rng = np.random.default_rng(46)
+    dip_day, drop = T0 + 3 * DAY, T0 + 5 * DAY + 13 * HOUR
+    runs = []
+    for t, b in throughput_series(rng, 8):
+        hour = (t % DAY) / HOUR
+        dipped = dip_day <= t < dip_day + DAY and 13 <= hour < 17
+        runs.append(run(t, b * (0.4 if dipped or t >= drop else 1.0)))
+    assert "diurnal_saturation" not in kinds(detect(runs))
+
+
+def test_busy_hour_dips_that_skip_a_day_do_not_open_diurnal_saturation():
+    """Runs that collapse at 13-17 h on two days with a normal day between (chance, as a bad LAG
+    member's runs land): not repeated every day; the same dips on consecutive days are."""
+    rng = np.random.default_rng(47)
+    series = list(throughput_series(rng, 8, every_h=1.0))
+
+    def runs(days):
+        return [run(t, b * (0.3 if int((t - T0) // DAY) in days and 13 <= (t % DAY) / HOUR < 17 else 1.0))
+                for t, b in series]
+    assert "diurnal_saturation" not in kinds(detect(runs({3, 5})))
+    assert kinds(detect(runs({3, 4, 5, 6}))) == ["diurnal_saturation"]
+
+
 # ---------------------------------------------------------------- clock
 def test_clock_error_from_negative_delays_and_from_drift():
     times = latency_times(2)

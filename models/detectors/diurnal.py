@@ -4,7 +4,11 @@ Every ``every_s`` the last ``window_days`` of throughput runs are searched for t
 window (``widths`` hours wide, any start) whose runs sit lowest against the rest of the day. It
 is saturation when that trough is deep (``depth`` below the rest), significant (one-sided
 Mann–Whitney), and there on at least ``min_days`` separate days — a mild daily swing, one bad
-afternoon or a level drop do not qualify. Queueing delay and loss in the same hours, from the
+afternoon or a level drop do not qualify. A day shows the trough when its busy-hour runs are low
+*and the runs after the busy hours are back up* (a level drop, a window limit setting in, stays
+down), and the trough repeats: every day since the first that has runs in the busy hours shows
+it (a few runs that collapse at random — a bad LAG member — fall into some day's busy hours by
+chance, seldom into every day's). Queueing delay and loss in the same hours, from the
 latency tests, are reported as corroboration. Paths without throughput tests are judged on
 queueing delay alone (a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
 rest). It closes once ``quiet_days`` whole days pass without the trough.
@@ -233,18 +237,34 @@ class DiurnalDetector(Detector):
         alternative = "less" if lower_is_worse else "greater"
         if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
             return None
-        days = (t // DAY).astype(int)
-        trough_days = []
+        needed = 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1)
+
+        def low(sel: np.ndarray) -> bool:
+            ratio = np.median(x[sel]) / m_out
+            return (1 - ratio if lower_is_worse else ratio - 1) >= needed
+
+        # One busy period a day: number them from the window's start hour (a window may span midnight).
+        days = np.floor((t - start * 3600.0) / DAY).astype(int)
+        back_up = (1 - x / m_out if lower_is_worse else x / m_out - 1) < needed    # each run on its own
+        trough_days, normal_days = [], []
         for day in np.unique(days[inside]):
             sel = inside & (days == day)
-            ratio = np.median(x[sel]) / m_out
-            if (1 - ratio if lower_is_worse else ratio - 1) >= 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1):
-                trough_days.append(int(day))
+            if not low(sel):
+                normal_days.append(int(day))
+                continue
+            # the dip comes back: a run within the widest window's hours after it is back up
+            end = day * DAY + (start + width) * 3600.0
+            after = (t >= end) & (t < end + max(WIDTHS) * 3600.0)
+            if after.any():                     # (none yet: the day is still pending)
+                (trough_days if back_up[after].any() else normal_days).append(int(day))
         if len(trough_days) < p.min_days:
             return None
+        if not self.is_open("diurnal_saturation") and any(day > trough_days[0] for day in normal_days):
+            return None                         # to open, the trough must repeat on every day
         first_t = float(t[inside & (days == trough_days[0])][0])
         facts = {"signal": signal, "start_hour": int(start), "width_h": int(width), "depth": round(depth, 3),
-                 "days": len(trough_days), "first_t": first_t, "last_day": trough_days[-1]}
+                 "days": len(trough_days), "first_t": first_t,
+                 "last_day": int((trough_days[-1] * DAY + start * 3600.0) // DAY)}   # calendar day it began
         if lower_is_worse:
             facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
         else:
