@@ -88,7 +88,8 @@ class MemoryBackend:
 
 def test_docstring_examples_of_the_tickets_package():
     attempted = 0
-    for name in ("keys", "body", "policy", "reconcile", "backends.base", "backends.webhook"):
+    for name in ("keys", "body", "policy", "reconcile", "service", "alertmanager", "backends.base", "backends.webhook",
+                 "backends.rt"):
         module = importlib.import_module(f"pathwatch.tickets.{name}")
         result = doctest.testmod(module)
         assert result.failed == 0, name

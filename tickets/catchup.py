@@ -3,15 +3,13 @@ tickets in step, and show them (``pathwatch demo --with-tickets``)."""
 
 from __future__ import annotations
 
-import threading
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 
 def catch_up(config, idle_exit_s: float = 10.0, policy_file=None) -> int:
-    """Run the ticket service on the configured stack until the topic has been idle ``idle_exit_s``."""
+    """Apply what the anomalies topic holds (in event-time order) to the stack's RT, then commit."""
     from pathwatch.stack.kafka import Kafka, topic_names
     from pathwatch.stack.rt import RequestTracker
     from pathwatch.stack.superset import Superset
@@ -19,7 +17,7 @@ def catch_up(config, idle_exit_s: float = 10.0, policy_file=None) -> int:
     from pathwatch.tickets import policy
     from pathwatch.tickets.backends.rt import RTBackend
     from pathwatch.tickets.reconcile import Reconciler
-    from pathwatch.tickets.service import Handler, TicketTable, consume
+    from pathwatch.tickets.service import Handler, TicketTable, replay
 
     import hashlib
 
@@ -31,7 +29,7 @@ def catch_up(config, idle_exit_s: float = 10.0, policy_file=None) -> int:
     # One consumer group per RT database (its token is made with it): a fresh RT reads the topic
     # from the start instead of inheriting offsets committed for tickets it does not have.
     group = "pathwatch-tickets-demo-" + hashlib.sha256(token.encode()).hexdigest()[:12]
-    return consume(handler, Kafka(config).bootstrap, topic_names(config), group, threading.Event(), idle_exit_s)
+    return replay(handler, Kafka(config).bootstrap, topic_names(config), group, idle_exit_s)
 
 
 def show(config, console: Console) -> None:

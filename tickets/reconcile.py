@@ -134,8 +134,10 @@ class Reconciler:
                 for ticket in self.backend.open_on_host(host):
                     if ticket.key.split("|", 1)[0] == anomaly["kind"]:
                         return f"{anomaly['kind']}|host:{host}", self._keep(ticket)
-        key, tickets = found[0]
-        return key, (tickets[0] if tickets else None)
+        for key, tickets in found:   # a resolved ticket of any key may be reopened
+            if tickets:
+                return key, tickets[0]
+        return found[0][0], None
 
     def handle(self, anomaly: Mapping[str, Any]) -> Outcome:
         """Apply one anomaly state (a dict of the anomaly contract) to its ticket."""

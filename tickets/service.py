@@ -235,3 +235,62 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
     finally:
         consumer.close()
     return handled
+
+
+def event_time(body: bytes | None) -> float:
+    """When an anomaly state happened: its end when closed, else when it was detected (0 if unreadable).
+
+    >>> event_time(b'{"detected_at": "2026-01-01T00:00:10Z", "end": null}')
+    1767225610.0
+    """
+    from pathwatch.contract.timefmt import parse_rfc3339
+
+    try:
+        data = json.loads(body or b"")
+        return parse_rfc3339(data.get("end") or data["detected_at"]).timestamp()
+    except Exception:  # a malformed message: handled (dead-lettered) first
+        return 0.0
+
+
+def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str, idle_exit_s: float = 10.0) -> int:
+    """Catch up on history: read everything ``group`` has not committed, apply it in event-time
+    order across partitions (the topic keeps order only within a partition, and a replay of
+    weeks interleaves them far apart), then commit. For a topic that already holds history,
+    as in ``pathwatch demo``; the live service is :func:`consume`. Returns the messages applied.
+    """
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topics["anomalies"]])
+    read: list[tuple[float, int, int, str, bytes | None]] = []
+    idle_since = time.monotonic()
+    try:
+        while time.monotonic() - idle_since <= idle_exit_s:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().fatal():
+                    raise KafkaException(message.error())
+                continue
+            read.append((event_time(message.value()), message.partition(), message.offset(), message.topic(), message.value()))
+            idle_since = time.monotonic()
+        letters: list[dict] = []
+        handler.dead_letters = letters.append
+        for _, partition, offset, topic, value in sorted(read, key=lambda item: item[:3]):
+            handler.handle(value, topic, partition, offset)
+        if letters:
+            producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+            for letter in letters:
+                producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
+            if producer.flush(30) != 0:
+                raise KafkaException("tickets: dead letters not delivered within 30 s")
+        ends: dict[tuple[str, int], int] = {}
+        for _, partition, offset, topic, _ in read:
+            ends[(topic, partition)] = max(ends.get((topic, partition), -1), offset + 1)
+        if ends:
+            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in ends.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return len(read)
