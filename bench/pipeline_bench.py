@@ -1,18 +1,30 @@
 """Pipeline benchmark: sustained raw → anomaly throughput and measurement-to-anomaly latency.
 
 Runs on the test stack (`.pathwatch/test-stack`, its own ports; brought up and down here, so do
-not run it while the stack tests run). Publishes a simulated mesh into fresh topics as fast as
-the broker takes it, with the three jobs already running, and measures:
+not run it while the stack tests run). Publishes a simulated mesh into fresh topics, with the three
+jobs already running: the first part (70 %) as fast as the broker takes it (the flood: throughput),
+then, once everything caught up, the rest at a steady rate below capacity (``--paced-rate``:
+latency without a backlog in front). It measures:
 
 - the raw Kafka consume rate of the same messages (a plain consumer: the reference ceiling),
 - end-to-end throughput: canonical records stored per second from the first publish until
-  every job has caught up,
+  the last record, anomaly and dead letter is in TimescaleDB (a sampler reads each job's
+  progress once a second: the normalise and detect consumer groups' committed offsets and the
+  stored rows; a job is done at the first sample where its progress reached its final value).
+  ``wait_caught_up`` (the demo's and tests' wait) still confirms the end; its time is kept as
+  ``confirmed_caught_up_s`` — its lag polls probe transaction markers and take 20-50 s each, so
+  it overstates the pipeline's time,
+- per-job rates: each job's input over the time until it was done,
 - latency per anomaly: the time its first state was written to the anomalies topic minus the
   publish time of the first raw message that let the detectors release it (the first one
   whose time passes the anomaly's detection time plus the ordering delay). Live, the ordering
-  delay itself (event time, `pipeline.ordering_delay_s`) comes on top of this.
+  delay itself (event time, `pipeline.ordering_delay_s`) comes on top of this. Reported for all
+  anomalies, and apart for those released during the flood (they queue behind the backlog) and
+  during the paced part,
+- CPU seconds of each job's process (its JVM runs the Python operators), Kafka, PostgreSQL and
+  the whole machine during the flood (the machine is shared: other work shows there).
 
-Writes bench/results/pipeline.json. Usage: python bench/pipeline_bench.py [--hosts 7 --days 7]
+Writes bench/results/pipeline.json. Usage: python bench/pipeline_bench.py [--hosts 7 --days 7 --paced-fraction 0.3 --paced-rate 300]
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -39,6 +52,9 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=7)
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=4040)
+    parser.add_argument("--paced-fraction", type=float, default=0.3,
+                        help="the last part of the input, published at --paced-rate after the flood caught up")
+    parser.add_argument("--paced-rate", type=float, default=300.0, help="messages/s of the paced part")
     args = parser.parse_args()
 
     from tests.test_stack_integration import PORTS, _home
@@ -76,41 +92,164 @@ def main() -> None:
                                "dead_letters, path_hourly, path_daily")
         cli("pipeline", "start", "--fresh")
         lines = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
-        from pathwatch.ingest.publish import RawPublisher, path_key
+        from pathwatch.ingest.publish import RateLimit, RawPublisher, path_key
 
+        split = len(lines) - int(len(lines) * args.paced_fraction)
+        sampler = Progress(settings)
+        cpu_before = _cpu_by_process(home)
         started = time.time()
+        sampler.start()
+        on_poll = lambda lags: print(f"  {time.time() - started:6.0f} s unprocessed {lags}", flush=True)  # noqa: E731
         with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
-            for line in lines:
+            for line in lines[:split]:
                 publisher.send(line, path_key(orjson.loads(line)))
         published = time.time()
-        wait_caught_up(settings, 3600, lambda lags: print(f"  {time.time() - started:6.0f} s unprocessed {lags}",
-                                                          flush=True), every_s=1.0)
+        wait_caught_up(settings, 3600, on_poll, every_s=1.0)
         done = time.time()
-        with psycopg.connect(settings.database_url) as connection:
-            stored = sum(connection.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                         for t in ("throughput", "latency", "trace"))
+        time.sleep(2.0)  # a last sample after the confirmation
+        jobs = sampler.summary(started)
+        cpu_after = _cpu_by_process(home)
+        cpu = {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after}
+        stored = jobs["jobs"]["store"]["final"]
+        paced_started = time.time()
+        if split < len(lines):  # the rest at a steady rate below the pipeline's capacity: latency without a backlog
+            print(f"paced: {len(lines) - split} messages at {args.paced_rate}/s", flush=True)
+            with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
+                rate = RateLimit(args.paced_rate)
+                for line in lines[split:]:
+                    rate.wait()
+                    publisher.send(line, path_key(orjson.loads(line)))
+            wait_caught_up(settings, 3600, on_poll, every_s=1.0)
+        sampler.stop()
         raw_times, consume_rate = _read_raw(settings)
-        latencies = _latencies(settings, raw_times)
+        flood, paced = _latencies(settings, raw_times, paced_started)
         cli("pipeline", "stop")
     finally:
         subprocess.run([*CLI, "pipeline", "stop"], env=env, cwd=REPO, timeout=300)
         subprocess.run([*CLI, "stack", "down"], env=env, cwd=REPO, timeout=300)
     result = {
         "machine": f"{os.cpu_count()} cores",
-        "input": {"hosts": args.hosts, "days": args.days, "seed": args.seed, "raw_messages": len(lines)},
+        "input": {"hosts": args.hosts, "days": args.days, "seed": args.seed, "raw_messages": len(lines),
+                  "flood_messages": split, "paced_messages": len(lines) - split, "paced_rate_per_s": args.paced_rate},
         "raw_kafka_consume_per_s": round(consume_rate),
         "publish_s": round(published - started, 1),
         "records_stored": stored,
-        "end_to_end_s": round(done - started, 1),
-        "end_to_end_records_per_s": round(stored / (done - started)),
-        "anomalies": len(latencies),
-        "latency_s": {"p50": _pct(latencies, 50), "p99": _pct(latencies, 99), "max": _pct(latencies, 100)},
+        "end_to_end_s": jobs["end_to_end_s"],
+        "end_to_end_records_per_s": round(stored / jobs["end_to_end_s"]) if jobs["end_to_end_s"] else None,
+        "jobs": jobs["jobs"],
+        "confirmed_caught_up_s": round(done - started, 1),
+        "cpu_s_from_publish_to_caught_up": cpu,
+        "load_average_1m_at_end": round(os.getloadavg()[0], 1),
+        "anomalies": len(flood) + len(paced),
+        "latency_s": _summary(flood + paced),
+        "latency_s_flood (published as fast as the broker takes it: includes the backlog's queueing)": _summary(flood),
+        f"latency_s_paced (the last {args.paced_fraction:.0%} at {args.paced_rate}/s, after the flood caught up)":
+            _summary(paced),
         "ordering_delay_s (event time, live only)": settings.ordering_delay_s,
         "target": {"records_per_s": 10000, "p99_latency_s": 5},
     }
     out = REPO / "bench" / "results" / "pipeline.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+
+
+class Progress(threading.Thread):
+    """Samples each job's progress once a second: (wall time, {measure: value})."""
+
+    def __init__(self, settings):
+        super().__init__(daemon=True)
+        self.settings, self.samples, self.halt = settings, [], threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+        from confluent_kafka import Consumer
+
+        consumers = {group: Consumer({"bootstrap.servers": self.settings.bootstrap, "group.id": group,
+                                      "enable.auto.commit": False})
+                     for group in ("pathwatch-normalise", "pathwatch-detect")}
+        with psycopg.connect(self.settings.database_url, autocommit=True) as connection:
+            while not self.halt.is_set():
+                now = time.time()
+                try:
+                    sample = {
+                        "normalise": self._committed(consumers["pathwatch-normalise"], "raw"),
+                        "detect": self._committed(consumers["pathwatch-detect"], "records"),
+                        "store": connection.execute(
+                            "SELECT (SELECT count(*) FROM throughput) + (SELECT count(*) FROM latency) "
+                            "+ (SELECT count(*) FROM trace)").fetchone()[0],
+                        "anomalies": connection.execute("SELECT count(*) FROM anomalies").fetchone()[0],
+                        "dead_letters": connection.execute("SELECT count(*) FROM dead_letters").fetchone()[0],
+                    }
+                    self.samples.append((now, sample))
+                except Exception as error:  # a slow or failed sample: the next one counts
+                    print(f"  sample failed: {error}", flush=True)
+                self.halt.wait(max(0.0, 1.0 - (time.time() - now)))
+        for consumer in consumers.values():
+            consumer.close()
+
+    def _committed(self, consumer, role: str) -> int:
+        from confluent_kafka import TopicPartition
+
+        topic = self.settings.topics[role]
+        partitions = [TopicPartition(topic, p) for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions]
+        return sum(max(tp.offset, 0) for tp in consumer.committed(partitions, timeout=10))
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join()
+
+    def summary(self, started: float) -> dict:
+        """Per measure: final value, seconds from the first publish until it was reached, rate."""
+        final = self.samples[-1][1]
+        jobs = {}
+        for measure, value in final.items():
+            reached = next(at for at, sample in self.samples if sample[measure] >= value)
+            seconds = round(reached - started, 1)
+            jobs[measure] = {"final": value, "done_s": seconds, "per_s": round(value / seconds) if seconds > 0 else None}
+        # Offsets count transaction markers too (the records topic is written transactionally).
+        jobs["detect"]["note"] = "committed offsets of the records topic, transaction markers included"
+        end = max(jobs[m]["done_s"] for m in ("store", "anomalies", "dead_letters"))
+        return {"jobs": jobs, "end_to_end_s": end}
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    ticks, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        if current in stats:
+            total += (int(stats[current][11]) + int(stats[current][12])) / ticks
+        todo.extend(children.get(current, []))
+    return total
+
+
+def _cpu_by_process(home: Path) -> dict[str, float]:
+    """CPU seconds so far of each pipeline job (its JVM runs the Python operators in thread mode),
+    Kafka and PostgreSQL of the test stack, and of the whole machine (all cores, every process)."""
+    out = {}
+    for name, pid_file in [(f"job {job}", home / "run" / f"pipeline-{job}.pid") for job in ("normalise", "detect", "store")] \
+            + [("kafka", home / "run" / "kafka.pid"), ("postgresql", home / "run" / "timescaledb.pid")]:
+        try:
+            out[name] = _tree_cpu_s(int(json.loads(pid_file.read_text())["pid"]))
+        except (OSError, ValueError, KeyError):
+            continue
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    out["machine busy (all processes)"] = (sum(map(int, fields)) - int(fields[3]) - int(fields[4])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def _summary(values: list[float]) -> dict:
+    return {"anomalies": len(values), "p50": _pct(values, 50), "p99": _pct(values, 99), "max": _pct(values, 100)}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -152,7 +291,8 @@ def _read_raw(settings) -> tuple[list[tuple[float, float]], float]:
     return times, rate
 
 
-def _latencies(settings, raw_times: list[tuple[float, float]]) -> list[float]:
+def _latencies(settings, raw_times: list[tuple[float, float]], paced_started: float) -> tuple[list[float], list[float]]:
+    """Latencies of anomalies released by a message of the flood, and by one of the paced phase."""
     from pathwatch.models.observe import epoch
 
     first_state: dict[str, tuple[float, float]] = {}
@@ -162,12 +302,13 @@ def _latencies(settings, raw_times: list[tuple[float, float]]) -> list[float]:
             first_state[anomaly["id"]] = (epoch(anomaly["detected_at"]), message.timestamp()[1] / 1000)
     collected = np.array([t for t, _ in raw_times])
     published = np.array([p for _, p in raw_times])
-    out = []
+    flood, paced = [], []
     for detected_at, emitted in first_state.values():
         index = int(np.searchsorted(collected, detected_at + settings.ordering_delay_s))
         if index < len(collected):
-            out.append(emitted - float(published[index:].min()))
-    return out
+            release = float(published[index:].min())
+            (paced if release >= paced_started else flood).append(emitted - release)
+    return flood, paced
 
 
 if __name__ == "__main__":
