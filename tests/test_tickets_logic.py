@@ -137,8 +137,8 @@ def test_the_body_says_what_where_since_evidence_hypothesis_and_links_the_path_e
     assert link.startswith("http://superset:8088/superset/dashboard/path-explorer/?native_filters=")
     from urllib.parse import parse_qs, urlsplit
     filters = parse_qs(urlsplit(link).query)["native_filters"][0]
-    assert "NATIVE_FILTER-source:(extraFormData:(filters:!((col:source,op:IN,val:!(ps1.x.example)))" in filters
-    assert "val:!(ps1.y.example)" in filters
+    assert filters == ("(NATIVE_FILTER-path:(extraFormData:(filters:!((col:path,op:IN,val:!('ps1.x.example → ps1.y.example')))),"
+                       "filterState:(value:!('ps1.x.example → ps1.y.example')),id:NATIVE_FILTER-path,ownState:()))")
 
 
 def test_the_mtu_hypothesis_names_the_hop_and_both_mtus():

@@ -40,21 +40,19 @@ def rison(value: Any) -> str:
 
 
 def path_explorer_url(superset_url: str | None, source: str | None, destination: str | None) -> str | None:
-    """The path explorer dashboard with its source and destination filters set to the path."""
-    if not superset_url:
+    """The path explorer dashboard with its Path filter set to the path (the same ``native_filters``
+    link the anomaly tables carry, dashboards/bundle/datasets/pathwatch/anomalies.yaml).
+
+    >>> path_explorer_url("http://s", "a", "b").split("?")[1]
+    'native_filters=%28NATIVE_FILTER-path%3A%28extraFormData%3A%28filters%3A%21%28%28col%3Apath%2Cop%3AIN%2Cval%3A%21%28%27a%20%E2%86%92%20b%27%29%29%29%29%2CfilterState%3A%28value%3A%21%28%27a%20%E2%86%92%20b%27%29%29%2Cid%3ANATIVE_FILTER-path%2CownState%3A%28%29%29%29'
+    """
+    if not superset_url or not (source and destination):
         return None
-    filters = {}
-    for column, value in (("source", source), ("destination", destination)):
-        if value:
-            filter_id = f"NATIVE_FILTER-{column}"
-            filters[filter_id] = {
-                "id": filter_id,
-                "extraFormData": {"filters": [{"col": column, "op": "IN", "val": [value]}]},
-                "filterState": {"value": [value], "label": value},
-                "ownState": {},
-            }
-    base = f"{superset_url.rstrip('/')}/superset/dashboard/path-explorer/"
-    return base + ("?native_filters=" + quote(rison(filters), safe="") if filters else "")
+    path = f"{source} → {destination}"   # the dashboards' path column
+    filters = {"NATIVE_FILTER-path": {
+        "extraFormData": {"filters": [{"col": "path", "op": "IN", "val": [path]}]},
+        "filterState": {"value": [path]}, "id": "NATIVE_FILTER-path", "ownState": {}}}
+    return f"{superset_url.rstrip('/')}/superset/dashboard/path-explorer/?native_filters=" + quote(rison(filters), safe="")
 
 
 def _arrow(anomaly: Mapping[str, Any]) -> str:
