@@ -30,6 +30,23 @@ class BackendUnavailable(BackendError):
     """The ticket system could not be reached or failed (connection, timeout, 5xx): retry later."""
 
 
+def http_call(session, method: str, url: str, where: str, timeout: float, **kwargs):
+    """One HTTP request to a ticket system with its failures sorted for the service's retry loop:
+    no answer, 5xx or 429 -> :class:`BackendUnavailable` (retry later); any other non-2xx ->
+    :class:`BackendError` (permanent). Returns the ``requests`` response."""
+    import requests
+
+    try:
+        response = session.request(method, url, timeout=timeout, **kwargs)
+    except requests.RequestException as error:
+        raise BackendUnavailable(f"{where}: {type(error).__name__}: {error}") from None
+    if response.status_code >= 500 or response.status_code == 429:
+        raise BackendUnavailable(f"{where}: HTTP {response.status_code}")
+    if not 200 <= response.status_code < 300:
+        raise BackendError(f"{where}: HTTP {response.status_code}: {response.text[:300]}")
+    return response
+
+
 @dataclass(frozen=True)
 class Member:
     path: str          # source>destination

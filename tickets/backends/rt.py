@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, ProblemState, Ticket
+from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, ProblemState, Ticket, http_call
 
 KEY_FIELD, STATE_FIELD = "pathwatch-key", "pathwatch-state"
 # Searchable copies of the state: every anomaly id it covers, every path still affected.
@@ -44,14 +44,7 @@ class RTBackend:
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         where = f"rt {method} {path}"
-        try:
-            response = self.session.request(method, f"{self.url}/REST/2.0/{path}", timeout=self.timeout, **kwargs)
-        except requests.RequestException as error:
-            raise BackendUnavailable(f"{where}: {type(error).__name__}: {error}") from None
-        if response.status_code >= 500 or response.status_code == 429:
-            raise BackendUnavailable(f"{where}: HTTP {response.status_code}")
-        if not 200 <= response.status_code < 300:
-            raise BackendError(f"{where}: HTTP {response.status_code}: {response.text[:300]}")
+        response = http_call(self.session, method, f"{self.url}/REST/2.0/{path}", where, self.timeout, **kwargs)
         try:
             return response.json()
         except ValueError:

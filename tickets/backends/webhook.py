@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import requests
 
 from pathwatch.contract.ids import PATHWATCH_NAMESPACE
-from pathwatch.tickets.backends.base import BackendError, BackendUnavailable, ProblemState, Ticket
+from pathwatch.tickets.backends.base import BackendError, ProblemState, Ticket, http_call
 
 
 class WebhookBackend:
@@ -91,14 +91,7 @@ class WebhookBackend:
         payload = {"action": action, "operation_id": operation,
                    "ticket": {"id": ticket.id, "key": ticket.key, "status": ticket.status, "priority": priority},
                    "state": json.loads(ticket.state.to_text()), **fields}
-        try:
-            response = self.session.post(self.url, json=payload, headers=self.headers, timeout=self.timeout)
-        except requests.RequestException as error:
-            raise BackendUnavailable(f"webhook {self.url}: {type(error).__name__}: {error}") from None
-        if response.status_code >= 500 or response.status_code == 429:
-            raise BackendUnavailable(f"webhook {self.url}: HTTP {response.status_code}")
-        if not 200 <= response.status_code < 300:
-            raise BackendError(f"webhook {self.url}: HTTP {response.status_code}: {response.text[:200]}")
+        http_call(self.session, "POST", self.url, f"webhook {self.url}", self.timeout, json=payload, headers=self.headers)
         self._save(ticket, priority)
         return ticket
 
