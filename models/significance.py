@@ -18,6 +18,7 @@ that factor).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 # Log-space distance from log(alpha) a bound must keep before it decides alone.
 MARGIN = 7.0
@@ -48,6 +49,7 @@ def _scipy_tail(k, n, p) -> float:
     return binom.sf(k - 1, n, p)
 
 
+@lru_cache(maxsize=4096)   # the loss detector asks again about the same hours every hour
 def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
     """``scipy.stats.poisson.sf(k - 1, mean) < alpha``: whether P(X >= k) for X ~ Poisson(mean) is below ``alpha``.
 

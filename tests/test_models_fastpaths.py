@@ -162,3 +162,20 @@ def test_poisson_tail_bounds_decide_as_scipy_does():
         k = max(1, int(mean * rng.choice([0.5, 1, 1.5, 2, 3, 5, 10, 50]) + rng.randint(-3, 30)))
         alpha = rng.choice([1e-3, 1e-6, 1e-9])
         assert poisson_tail_below(k, mean, alpha) == bool(poisson.sf(k - 1, mean) < alpha), (k, mean, alpha)
+
+
+def test_taking_bursts_out_only_lowers_loss_and_only_in_hours_of_five_or_more():
+    """The loss detector's pre-check bounds the reference rate below by dropping every hour that lost
+    at least 5 packets; that holds when what without_bursts changes is only such hours, lowered."""
+    from pathwatch.models.detectors.loss import without_bursts
+
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        n = int(rng.integers(2, 170))
+        rate = 10 ** rng.uniform(-6, -3)
+        bins = [(h, int(rng.poisson(36000 * rate)) + (int(rng.integers(50, 500)) if rng.random() < 0.03 else 0), 36000)
+                for h in range(n)]
+        cleaned = without_bursts(bins, 1e-6, 6, 1e-6)
+        for (h, lost, sent), (h2, lost2, sent2) in zip(bins, cleaned):
+            assert (h2, sent2) == (h, sent) and lost2 <= lost
+            assert lost2 == lost or lost >= 5

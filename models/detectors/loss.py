@@ -233,13 +233,22 @@ class LossDetector(Detector):
             if len(bins) < p.min_reference + 6:
                 return []
             reference, recent = bins[: p.min_reference], bins[p.min_reference:]
-        reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha)
         ref_lost = sum(map(_LOST, reference))
         ref_sent = sum(map(_SENT, reference))
-        p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
-        if _highest_tail_rate(recent) < max(p.min_rate, 3 * p0) * (1 - 1e-9):
+        # Bursts (hours losing at least 5) taken out of the reference leave at least this rate: a
+        # lower bound of p0, so a tail rate below the bar it sets is below the real bar too.
+        maybe_bursts = sum(lost for _, lost, _ in reference if lost >= 5)
+        p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
+        highest = _highest_tail_rate(recent)
+        if highest < max(p.min_rate, 3 * p0_low) * (1 - 1e-9):
             return []                  # whatever the split, the loss after it is too low (checked below;
-                                       # taking bursts out only lowers it)
+                                       # taking bursts out of recent only lowers it)
+        if maybe_bursts:
+            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha)
+            ref_lost = sum(map(_LOST, reference))
+        p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
+        if highest < max(p.min_rate, 3 * p0) * (1 - 1e-9):
+            return []
         recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
