@@ -7,8 +7,10 @@ watermark has passed, in the offline replay's order, and runs due silence deadli
 anomalies equal ``pathwatch detect`` on the same input. Anomaly states are upserts keyed by id.
 
 The monitor is pickled into state only when a timer releases something (not per record); a
-per-process cache avoids unpickling it again. Late records (older than what was already
-released) are not fed: they go to the dead letters with stage ``detect`` (they are still stored).
+per-process cache avoids unpickling it again. Each buffered entry is pickled once, when it
+arrives: after a release the list state is rewritten from those bytes. Late records (older than
+what was already released) are not fed: they go to the dead letters with stage ``detect`` (they
+are still stored).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def _detect_function(config_path: str | None):
             self.pending_state = context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
             self.armed_state = context.get_state(ValueStateDescriptor("armed", Types.LONG()))
             self.cache: dict[str, PathState] = {}
+            self.blobs: dict[str, dict[str, bytes]] = {}  # path -> record id -> its pending entry, pickled
 
         def _path(self, key: str, record: dict | None) -> PathState:
             state = self.cache.get(key)
@@ -52,7 +55,10 @@ def _detect_function(config_path: str | None):
                     state = pickle.loads(saved)
                 else:
                     state = PathState(PathMonitor(record.get("source"), record.get("destination"), self.config))
-                state.restore_pending([pickle.loads(entry) for entry in (self.pending_state.get() or [])])
+                blobs = list(self.pending_state.get() or [])
+                entries = [pickle.loads(blob) for blob in blobs]
+                state.restore_pending(entries)
+                self.blobs[key] = {entry[0][2]: blob for entry, blob in zip(entries, blobs)}
                 self.cache[key] = state
             return state
 
@@ -72,7 +78,10 @@ def _detect_function(config_path: str | None):
             state = self._path(key, record)
             verdict = state.accept(record)
             if verdict == PENDING:
-                self.pending_state.add(pickle.dumps(state.pending[-1], protocol=5))
+                entry = state.pending[-1]
+                blob = pickle.dumps(entry, protocol=5)
+                self.pending_state.add(blob)
+                self.blobs[key][entry[0][2]] = blob
                 self._arm(ctx, state)
             elif verdict == LATE:
                 until = format_utc_ms(int(state.released_until * 1000))
@@ -90,10 +99,15 @@ def _detect_function(config_path: str | None):
             self.armed_state.clear()
             until = ctx.timer_service().current_watermark() / 1000.0
             if state.due(until):
+                buffered = len(state.pending)
                 for anomaly in latest_states(state.release(until)):
                     yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
                 self.monitor_state.update(pickle.dumps(state, protocol=5))  # without its buffer
-                self.pending_state.update([pickle.dumps(entry, protocol=5) for entry in state.pending])
+                if len(state.pending) != buffered:  # entries were released (else only a deadline ran)
+                    blobs = self.blobs[key]
+                    kept = {entry[0][2]: blobs[entry[0][2]] for entry in state.pending}
+                    self.blobs[key] = kept
+                    self.pending_state.update(list(kept.values()))
             self._arm(ctx, state)
 
     return Detect

@@ -37,9 +37,10 @@ def configuration(settings: PipelineSettings, job: str, restore: bool = True) ->
     from pathwatch.stack.config import resolve
 
     folder = settings.checkpoints / job
+    interval = settings.store_checkpoint_interval_s if job == "store" else settings.checkpoint_interval_s
     values = dict(flink.job_configuration(resolve(home=settings.home)))
     values.update({
-        "execution.checkpointing.interval": f"{int(settings.checkpoint_interval_s * 1000)} ms",
+        "execution.checkpointing.interval": f"{int(interval * 1000)} ms",
         "execution.checkpointing.dir": folder.as_uri(),
         "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
         "execution.checkpointing.num-retained": "2",

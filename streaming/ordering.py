@@ -40,15 +40,19 @@ class PathState:
     released_until: float | None = None
     recent_ids: list[str] = field(default_factory=list)
     pending_ids: set[str] = field(default_factory=set)
+    # The earliest time in the buffer, kept as entries come and go: the detect job asks for the
+    # next wake-up after every record, and a scan of the buffer each time made a flood quadratic.
+    pending_earliest: float | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the buffer: the detect job keeps that in its own list state."""
-        return {**self.__dict__, "pending": [], "pending_ids": set()}
+        return {**self.__dict__, "pending": [], "pending_ids": set(), "pending_earliest": None}
 
     def restore_pending(self, pending: list[tuple]) -> None:
-        """Set the buffer (e.g. read back from Flink state) and the ids it holds."""
+        """Set the buffer (e.g. read back from Flink state), the ids it holds and its earliest time."""
         self.pending = pending
         self.pending_ids = {entry[0][2] for entry in pending}
+        self.pending_earliest = min((entry[0][0] for entry in pending), default=None)
 
     def accept(self, record: dict[str, Any]) -> str:
         """Buffer one record's observation; says PENDING, DUPLICATE, LATE or SKIPPED (no observation)."""
@@ -62,11 +66,13 @@ class PathState:
             return LATE
         self.pending.append((key, obs))
         self.pending_ids.add(key[2])
+        if self.pending_earliest is None or key[0] < self.pending_earliest:
+            self.pending_earliest = key[0]
         return PENDING
 
     def earliest(self) -> float | None:
         """Time of the earliest buffered observation."""
-        return min(entry[0][0] for entry in self.pending) if self.pending else None
+        return self.pending_earliest if self.pending else None
 
     def release(self, until: float) -> list[Anomaly]:
         """Feed buffered observations with time <= ``until`` in order, then advance the monitor to ``until``."""

@@ -22,6 +22,7 @@ class PipelineSettings:
     ordering_delay_s: float
     checkpoint_interval_s: float
     parallelism: int
+    store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
 
     @property
     def checkpoints(self) -> Path:
@@ -48,7 +49,8 @@ def from_stack(config=None) -> PipelineSettings:
     return PipelineSettings(
         home=str(config.home), bootstrap=current.kafka_bootstrap, topics=topic_names(config),
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
-        checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism)
+        checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
+        store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s)
 
 
 def to_json(settings: PipelineSettings) -> str:

@@ -123,3 +123,24 @@ def test_a_pickled_path_state_leaves_its_buffer_to_the_list_state():
     copy.restore_pending(pickle.loads(pickle.dumps(state.pending)))
     assert copy.due(epoch(records[-1]["time"])) and not copy.due(epoch(records[5]["time"]))
     assert copy.release(epoch(records[-1]["time"])) == state.release(epoch(records[-1]["time"]))
+
+
+def test_the_earliest_buffered_time_is_kept_as_records_arrive_and_leave():
+    """The detect job asks for the next wake-up after every record: kept, not scanned for."""
+    import pickle
+
+    records = [r for r in _mesh_records() if r["source"] == "a"][:30]
+    disordered = records[10:20] + records[:10] + records[20:]
+    state = PathState(PathMonitor("a", "z"))
+    assert state.earliest() is None
+    for n, record in enumerate(disordered, 1):
+        state.accept(record)
+        assert state.earliest() == min(entry[0][0] for entry in state.pending), n
+    state.release(epoch(records[12]["time"]))
+    assert state.earliest() == min(entry[0][0] for entry in state.pending)
+    copy = pickle.loads(pickle.dumps(state))
+    assert copy.earliest() is None
+    copy.restore_pending(list(state.pending))
+    assert copy.earliest() == state.earliest() and copy.next_wakeup() == state.next_wakeup()
+    state.release(epoch(records[-1]["time"]))
+    assert state.pending == [] and state.earliest() is None
