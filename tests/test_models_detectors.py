@@ -439,6 +439,19 @@ def test_diurnal_saturation_within_three_days_and_mild_swing_quiet():
     assert detect(mild) == []
 
 
+def test_a_busy_hour_trough_needs_the_latency_tests_queue_to_rise_in_those_hours_when_there_are_any():
+    """The same afternoon throughput trough every day: saturation when the latency tests queue in
+    the afternoon too; with latency tests that stay flat all day it is not a full queue."""
+    rng = np.random.default_rng(48)
+    onset = T0 + 4 * DAY
+    busy = lambda t: t >= onset and 12 <= (t % DAY) / HOUR < 17  # noqa: E731
+    runs = [run(t, b * (0.45 if busy(t) else 1.0)) for t, b in throughput_series(rng, 9)]
+    flat = [latency(t, 20.0, queue=0.3 + rng.normal(0, 0.02)) for t in latency_times(9)]
+    queued = [latency(t, 20.0, queue=(4.0 if busy(t) else 0.3) + rng.normal(0, 0.02)) for t in latency_times(9)]
+    assert "diurnal_saturation" not in kinds(detect(runs + flat))
+    assert "diurnal_saturation" in kinds(detect(runs + queued))
+
+
 def test_a_level_drop_in_the_afternoon_after_one_afternoon_dip_is_not_diurnal_saturation():
     """One bad afternoon, then two days later the level drops in the afternoon and stays down: the
     afternoon is low on two days, but the runs after it never come back up: not a daily trough."""

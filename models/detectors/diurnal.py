@@ -8,8 +8,10 @@ afternoon or a level drop do not qualify. A day shows the trough when its busy-h
 *and the runs after the busy hours are back up* (a level drop, a window limit setting in, stays
 down), and the trough repeats: every day since the first that has runs in the busy hours shows
 it (a few runs that collapse at random — a bad LAG member — fall into some day's busy hours by
-chance, seldom into every day's). Queueing delay and loss in the same hours, from the
-latency tests, are reported as corroboration. Paths without throughput tests are judged on
+chance, seldom into every day's). Saturation is a full queue: where the path has latency
+tests in and outside those hours, their queueing delay or loss must rise in the busy hours too
+(one-sided Mann–Whitney) for the episode to open — runs collapsing on a bad LAG member, or a
+host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests are judged on
 queueing delay alone (a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
 rest). It closes once ``quiet_days`` whole days pass without the trough.
 """
@@ -269,7 +271,11 @@ class DiurnalDetector(Detector):
             facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
         else:
             facts.update({"busy_queue_ms": round(float(np.median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
-        facts.update(self._corroboration(start, width))
+        corroboration = self._corroboration(start, width)
+        if (signal == "throughput" and corroboration and not self.is_open("diurnal_saturation")
+                and not corroboration["queueing_or_loss_rise"]):
+            return None     # latency tests see neither queueing nor loss rise in those hours: not a full queue
+        facts.update(corroboration)
         return facts
 
     def _corroboration(self, start: int, width: int) -> dict:
@@ -281,7 +287,13 @@ class DiurnalDetector(Detector):
             return {}
         q = np.array([v[1] for v in self.queue])
         loss = np.array([v[2] for v in self.queue])
-        return {"busy_queueing_ms": round(float(np.median(q[inside])), 2),
+        from scipy.stats import mannwhitneyu
+
+        # A full queue in the busy hours delays or drops the latency tests' packets there.
+        rise = any(mannwhitneyu(v[inside], v[~inside], alternative="greater").pvalue <= self.p.alpha
+                   for v in (q, loss) if np.ptp(v) > 0)
+        return {"queueing_or_loss_rise": bool(rise),
+                "busy_queueing_ms": round(float(np.median(q[inside])), 2),
                 "other_queueing_ms": round(float(np.median(q[~inside])), 2),
                 "busy_loss_pct": round(100 * float(loss[inside].mean()), 4),
                 "other_loss_pct": round(100 * float(loss[~inside].mean()), 4)}
