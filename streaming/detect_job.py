@@ -25,6 +25,23 @@ import orjson
 JOB = "detect"
 
 
+def endpoints_of(key: str, record: dict | None) -> tuple[str | None, str | None]:
+    """A path's (source, destination): from its record, else from its key (``source>destination``).
+
+    A timer restored from a checkpoint can fire before the path's first record since the restore
+    arrives, for a path whose monitor was never saved (nothing released yet): only the key is there.
+
+    >>> endpoints_of("ps-a.example>ps-b.example", None)
+    ('ps-a.example', 'ps-b.example')
+    >>> endpoints_of("ignored>ignored", {"source": "a", "destination": None})
+    ('a', None)
+    """
+    if record is not None:
+        return record.get("source"), record.get("destination")
+    source, _, destination = key.partition(">")
+    return source or None, destination or None
+
+
 def _detect_function(config_path: str | None):
     from pyflink.common import Row, Types
     from pyflink.datastream import KeyedProcessFunction
@@ -54,7 +71,7 @@ def _detect_function(config_path: str | None):
                 if saved is not None:
                     state = pickle.loads(saved)
                 else:
-                    state = PathState(PathMonitor(record.get("source"), record.get("destination"), self.config))
+                    state = PathState(PathMonitor(*endpoints_of(key, record), self.config))
                 blobs = list(self.pending_state.get() or [])
                 entries = [pickle.loads(blob) for blob in blobs]
                 state.restore_pending(entries)
