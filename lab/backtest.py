@@ -8,7 +8,6 @@ value and scores each run with :mod:`pathwatch.evaluation` (the definitions ``ev
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,22 +37,11 @@ class LabelledSet:
 
 def labelled_set(directory: Path, *, seed: int, hosts: int, days: int, start: str | None = None) -> LabelledSet:
     """Simulate a mesh into ``directory`` (reused when already there) and parse it with the project's parsers."""
-    from rich.console import Console
-
-    from pathwatch.detect import parsed_records
-    from pathwatch.evaluation.inputs import read_labels
+    from pathwatch.evaluation.inputs import read_labels, simulated_records
     from pathwatch.models.observe import epoch
-    from pathwatch.sim.command import run_simulate
 
-    quiet = Console(stderr=True, quiet=True)
     directory = Path(directory)
-    if not (directory / "labels.jsonl").exists():
-        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet) != 0:
-            raise RuntimeError(f"simulating seed {seed} into {directory} failed")
-    rejected: Counter = Counter()
-    records = list(parsed_records([str(directory / "raw.jsonl")], None, rejected, quiet))
-    if rejected:
-        raise RuntimeError(f"the parsers rejected simulated inputs: {dict(rejected)}")
+    records = simulated_records(directory, seed=seed, hosts=hosts, days=days, start=start, reuse=True)
     times = [epoch(r["time"]) for r in records]
     return LabelledSet(records, read_labels(directory / "labels.jsonl"),
                        len({(r["source"], r["destination"]) for r in records}), min(times), max(times), directory)

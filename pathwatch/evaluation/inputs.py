@@ -147,3 +147,29 @@ def read_anomalies(path: Path) -> list[Anomaly]:
             raise InputError(path, number, error.field, error.reason) from None
         latest[anomaly.id] = anomaly
     return list(latest.values())
+
+
+def simulated_records(directory: Path, *, seed: int, hosts: int, days: int, start: str | None = None,
+                      reuse: bool = False) -> list[dict[str, Any]]:
+    """Simulate a labelled mesh into ``directory`` and parse its raw.jsonl with the project's parsers.
+
+    With ``reuse``, a directory that already holds a simulation (its labels.jsonl) is parsed as it
+    is. Raises RuntimeError naming the seed when the simulation fails or a simulated input is rejected.
+    """
+    from collections import Counter
+
+    from rich.console import Console
+
+    from pathwatch.detect import parsed_records
+    from pathwatch.sim.command import run_simulate
+
+    quiet = Console(stderr=True, quiet=True)
+    directory = Path(directory)
+    if not (reuse and (directory / "labels.jsonl").exists()):
+        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet) != 0:
+            raise RuntimeError(f"simulating seed {seed} into {directory} failed")
+    rejected: Counter = Counter()
+    records = list(parsed_records([str(directory / "raw.jsonl")], None, rejected, quiet))
+    if rejected:
+        raise RuntimeError(f"seed {seed}: the parsers rejected simulated inputs: {dict(rejected)}")
+    return records

@@ -14,14 +14,13 @@ WLCG/OSG baseline, and scores both; :func:`missed_targets` lists every target th
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from pathwatch.evaluation.inputs import read_labels
+from pathwatch.evaluation.inputs import read_labels, simulated_records
 from pathwatch.evaluation.matching import match
 from pathwatch.evaluation.metrics import ALL, Score, detection_delays, score
 
@@ -51,21 +50,11 @@ class SeedScore:
 
 
 def score_seed(seed: int, workdir: Path, *, hosts: int, days: int) -> SeedScore:
-    from rich.console import Console
-
-    from pathwatch.detect import parsed_records
     from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series_extent
     from pathwatch.models.engine import replay
-    from pathwatch.sim.command import run_simulate
 
-    quiet = Console(stderr=True, quiet=True)
     out = workdir / f"seed-{seed}"
-    if run_simulate(out, seed=seed, hosts=hosts, days=days, start=None, console=quiet) != 0:
-        raise RuntimeError(f"simulating seed {seed} failed")
-    rejected: Counter = Counter()
-    records = list(parsed_records([str(out / "raw.jsonl")], None, rejected, quiet))
-    if rejected:
-        raise RuntimeError(f"seed {seed}: the parsers rejected simulated inputs: {dict(rejected)}")
+    records = simulated_records(out, seed=seed, hosts=hosts, days=days)
     ours = replay(records).anomalies
     series = collect(records)
     baseline = run_baseline(series)
