@@ -185,6 +185,26 @@ class TicketTable:
             raise
 
 
+def _anomalies_consumer(bootstrap: str, topics: dict[str, str], group: str):
+    """A consumer of the anomalies topic that commits only what was applied (read-committed)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topics["anomalies"]])
+    return consumer
+
+
+def _deliver(producer, topics: dict[str, str], letters: list[dict[str, Any]]) -> None:
+    """Produce dead letters to the dead-letters topic and wait until Kafka has them."""
+    from confluent_kafka import KafkaException
+
+    for letter in letters:
+        producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
+    if producer.flush(30) != 0:
+        raise KafkaException("tickets: dead letters not delivered within 30 s")
+
+
 def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
             stopping: threading.Event, idle_exit_s: float | None = None) -> int:
     """The Kafka loop: read the anomalies topic, handle each message, then commit its offset.
@@ -193,19 +213,13 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
     of messages handled; stops when ``stopping`` is set, or after ``idle_exit_s`` seconds
     without a message (for tests and one-shot catch-up runs).
     """
-    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka import KafkaException, Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     pending: list[dict] = []
-
-    def dead(letter: dict[str, Any]) -> None:
-        pending.append(letter)
-
-    handler.dead_letters = dead
+    handler.dead_letters = pending.append
     handler.stopping = stopping
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topics["anomalies"]])
+    consumer = _anomalies_consumer(bootstrap, topics, group)
     handled, idle_since = 0, time.monotonic()
     try:
         while not stopping.is_set():
@@ -223,11 +237,8 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
                 handler.handle(message.value(), message.topic(), message.partition(), message.offset())
             except Interrupted:
                 break   # not committed: handled again next time
-            for letter in pending:
-                producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
             if pending:
-                if producer.flush(30) != 0:
-                    raise KafkaException("tickets: dead letters not delivered within 30 s")
+                _deliver(producer, topics, pending)
                 pending.clear()
             consumer.commit(message=message, asynchronous=False)
             handled += 1
@@ -258,11 +269,9 @@ def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
     weeks interleaves them far apart), then commit. For a topic that already holds history,
     as in ``pathwatch demo``; the live service is :func:`consume`. Returns the messages applied.
     """
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import KafkaException, Producer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    consumer.subscribe([topics["anomalies"]])
+    consumer = _anomalies_consumer(bootstrap, topics, group)
     read: list[tuple[float, int, int, str, bytes | None]] = []
     idle_since = time.monotonic()
     try:
@@ -281,11 +290,7 @@ def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
         for _, partition, offset, topic, value in sorted(read, key=lambda item: item[:3]):
             handler.handle(value, topic, partition, offset)
         if letters:
-            producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-            for letter in letters:
-                producer.produce(topics["deadletters"], key=letter["id"].encode(), value=json.dumps(letter).encode())
-            if producer.flush(30) != 0:
-                raise KafkaException("tickets: dead letters not delivered within 30 s")
+            _deliver(Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True}), topics, letters)
         ends: dict[tuple[str, int], int] = {}
         for _, partition, offset, topic, _ in read:
             ends[(topic, partition)] = max(ends.get((topic, partition), -1), offset + 1)
