@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pathwatch.stack import config, jobs, procs
-from pathwatch.stack.kafka import server_properties, topics
+from pathwatch.stack.kafka import new_cluster_id, server_properties, topics
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -137,11 +137,23 @@ def test_port_in_use_names_the_owner():
     procs.ensure_port_free("kafka", port)
 
 
-def test_run_logged_failure_names_component_and_log(tmp_path):
+def test_run_logged_failure_names_component_and_log_and_shows_the_steps_last_lines(tmp_path):
     log = tmp_path / "step.log"
-    with pytest.raises(procs.ProcessError, match=rf"timescaledb: debootstrap failed \(exit 3\), see {log}"):
-        procs.run_logged("timescaledb", "debootstrap", ["sh", "-c", "echo broken; exit 3"], log)
+    log.write_text("an earlier step's output\n")
+    with pytest.raises(procs.ProcessError, match=rf"timescaledb: debootstrap failed \(exit 3\), see {log}") as failed:
+        procs.run_logged("timescaledb", "debootstrap",
+                         ["sh", "-c", "for n in $(seq 1 12); do echo line $n; done; echo broken >&2; exit 3"], log)
+    shown = str(failed.value).splitlines()[1:]
+    assert shown == [f"  | line {n}" for n in range(6, 13)] + ["  | broken"]
     assert "broken" in log.read_text()
+
+
+def test_kafka_cluster_ids_never_start_with_a_dash_nor_are_reserved():
+    draws = iter([b"\xf8" + bytes(15), bytes(16), (1).to_bytes(16, "big"), b"\x7f" * 16])
+    assert new_cluster_id(lambda n: next(draws)) == "f39_f39_f39_f39_f39_fw"
+    made = {new_cluster_id() for _ in range(2000)}
+    assert len(made) == 2000 and not any(cid.startswith("-") for cid in made)
+    assert all(len(cid) == 22 for cid in made)
 
 
 # --- jobs registry ------------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import string
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pathwatch.stack import procs
@@ -43,6 +46,26 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
     return template.substitute(port=port, controller_port=controller_port, data_dir=data_dir)
 
 
+def new_cluster_id(random_bytes: Callable[[int], bytes] = os.urandom) -> str:
+    """A KRaft cluster id as `kafka-storage random-uuid` makes it: 16 random bytes, URL-safe base64.
+
+    Like Kafka's own Uuid.randomUuid it draws again for an id that starts with "-" (a command
+    line takes it for an option: one id in 64 did, and formatting the storage failed) or is one
+    of Kafka's reserved ids (all zeros, the metadata topic's 0...01).
+
+    >>> draws = iter([b"\\xf8" + bytes(15), bytes(16), b"\\x01" * 16])
+    >>> new_cluster_id(lambda n: next(draws))
+    'AQEBAQEBAQEBAQEBAQEBAQ'
+    """
+    while True:
+        made = base64.urlsafe_b64encode(random_bytes(16)).decode().rstrip("=")
+        if not made.startswith("-") and made not in RESERVED_IDS:
+            return made
+
+
+RESERVED_IDS = frozenset({"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"})
+
+
 class Kafka(Component):
     name = "kafka"
 
@@ -79,13 +102,9 @@ class Kafka(Component):
         step("formatting the KRaft storage")
         cluster_id_file = self.paths.kafka / "cluster-id"
         if not cluster_id_file.exists():
-            import base64
-            import uuid
-
-            # The same form as `kafka-storage random-uuid`: 16 random bytes, URL-safe base64.
-            cluster_id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+            cluster_id_file.write_text(new_cluster_id())
         procs.run_logged(self.name, "formatting the KRaft storage", self._java(
-            "kafka.tools.StorageTool", "format", "-t", cluster_id_file.read_text().strip(),
+            "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id_file.read_text().strip()}",
             "-c", str(self.properties_file)), self.log_file)
 
     def start(self, step: Step) -> None:

@@ -242,13 +242,23 @@ def _command(pid: int) -> str:
         return "?"
 
 
+def output_tail(log_file: Path, offset: int, lines: int = 8) -> list[str]:
+    """The last ``lines`` non-blank lines written to ``log_file`` after byte ``offset``."""
+    with open(log_file, "rb") as log:
+        log.seek(offset)
+        written = log.read().decode(errors="replace").splitlines()
+    return [line.rstrip()[:300] for line in written if line.strip()][-lines:]
+
+
 def run_logged(component: str, what: str, argv: Sequence[str], log_file: Path,
                env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = 1800) -> None:
     """Run one install or set-up step to completion, output appended to ``log_file``.
 
-    Raises ProcessError("COMPONENT: WHAT failed (exit N), see LOG") when it fails.
+    Raises ProcessError("COMPONENT: WHAT failed (exit N), see LOG", then the step's last output
+    lines) when it fails, so a CI log shows why without the log file.
     """
     with _log(log_file, what, argv) as log:
+        started_at = log.tell()
         try:
             result = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     env=dict(env) if env is not None else None, cwd=cwd, timeout=timeout)
@@ -257,4 +267,5 @@ def run_logged(component: str, what: str, argv: Sequence[str], log_file: Path,
         except subprocess.TimeoutExpired:
             raise ProcessError(f"{component}: {what} did not finish in {timeout:.0f} s, see {log_file}") from None
     if result.returncode != 0:
-        raise ProcessError(f"{component}: {what} failed (exit {result.returncode}), see {log_file}")
+        raise ProcessError(f"{component}: {what} failed (exit {result.returncode}), see {log_file}"
+                           + "".join(f"\n  | {line}" for line in output_tail(log_file, started_at)))
