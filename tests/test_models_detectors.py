@@ -489,6 +489,21 @@ def test_clock_error_from_negative_delays_and_from_drift():
     assert "clock_error" in kinds(detect(drift))
 
 
+def test_a_clock_stepped_back_into_sync_ends_clock_trouble_and_opens_no_drift():
+    # A receiver's clock 85 ms ahead and creeping back (0.7 ms/h), then stepped back into sync: the
+    # floor's window then holds a slow monotone slope and one big jump, which is no drift.
+    times = latency_times(2)
+    wrong, back = times[100], times[200]
+
+    def floor(t):
+        return round(20.0 + 85.0 - (t - wrong) / HOUR * 0.72, 1) if wrong <= t < back else 19.6
+
+    found = [a for a in detect([latency(t, floor(t), clock_error=196.0 if wrong <= t < back else None) for t in times])
+             if a.kind == "clock_error"]
+    assert len(found) == 1
+    assert found[0].start == wrong and found[0].end is not None and found[0].end < back + 2 * HOUR
+
+
 def test_large_reported_clock_error_is_clock_error_and_small_is_not():
     times = latency_times(1)
     assert kinds(detect([latency(t, 20.0, clock_error=250.0 if i > 50 else 1.0) for i, t in enumerate(times)])) == ["clock_error"]

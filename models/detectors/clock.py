@@ -4,7 +4,9 @@ A one-way delay sample is bad when its minimum is negative, when it is absurd (b
 ``absurd_ms``), when the tool says the clocks are unsynchronised, or when its reported maximum
 clock error exceeds ``max_error_ms`` (WLCG flags corrections over 100 ms). The delay floor may
 also drift: a steady Theil–Sen slope of the minimum delay over ``drift_window`` samples, far
-steeper than any queueing or routing change, is a clock running away. ``bad_needed`` bad
+steeper than any queueing or routing change, is a clock running away; a floor that moved in
+one jump (more than ``drift_jump_share`` of its whole move between two samples: a clock stepped
+back into sync, a route changed) is a step, not a drift. ``bad_needed`` bad
 samples among the last ``bad_window`` open the anomaly; ``good_needed`` good ones in a row close it.
 """
 
@@ -32,6 +34,7 @@ class ClockParams(Params):
     drift_window: int = 18          # samples in the drift check
     drift_ms_per_h: float = 3.0     # slope of the delay floor that only a clock makes
     drift_tau: float = 0.8          # and this monotone (Kendall's tau)
+    drift_jump_share: float = 0.5   # a floor that made more than this share of its move in one jump stepped
 
 
 class ClockDetector(Detector):
@@ -117,6 +120,8 @@ class ClockDetector(Detector):
         hours = (floor[-1][0] - floor[0][0]) / 3600.0
         if max(values) - min(values) < self.p.drift_ms_per_h * hours * 0.5:
             return None                      # the floor moved too little to be drifting
+        if _largest_jump(values) > self.p.drift_jump_share * (max(values) - min(values)):
+            return None                      # it stepped (a correction, a reroute): not a drift
         hours_at = [p[0] / 3600.0 for p in floor]
         if not _may_drift(hours_at, list(values), self.p.drift_ms_per_h, self.p.drift_tau):
             return None
@@ -129,6 +134,20 @@ class ClockDetector(Detector):
             return None
         tau = kendalltau(t, y).statistic
         return slope if abs(tau) >= self.p.drift_tau else None
+
+
+def _largest_jump(values) -> float:
+    """The largest move between two consecutive values.
+
+    >>> _largest_jump([1.0, 1.1, 9.0, 9.1])
+    7.9
+    """
+    largest, previous = 0.0, None
+    for value in values:
+        if previous is not None and abs(value - previous) > largest:
+            largest = abs(value - previous)
+        previous = value
+    return largest
 
 
 # Relative room left around the drift thresholds for the pure-Python pre-check's rounding.
