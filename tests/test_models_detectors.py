@@ -157,6 +157,12 @@ def test_a_long_standing_route_returning_after_a_detour_of_days_is_not_a_second_
            for t in np.arange(T0 - 300, back[-1].t, 600.0)]
     found = [a for a in detect(before + detour + back + owd) if a.kind == "route_change"]
     assert len(found) == 1 and found[0].start == detour[0].t
+    # ... also when the first trace back finds one of A's routers silent (with the delay step back)
+    silent = list(A)
+    silent[3] = None
+    back_silent = [trace(back[0].t, silent)] + back[1:]
+    found = [a for a in detect(before + detour + back_silent + owd) if a.kind == "route_change"]
+    assert len(found) == 1 and found[0].start == detour[0].t
     # a route seen only briefly (here the first day alone) is forgotten after forget_s as before
     short = _traces(rng, 72, [A]) + _traces(rng, 72 * 6, [B], start=T0 + DAY, rtt=25.0)
     short += _traces(rng, 72, [A], start=short[-1].t + 1200)

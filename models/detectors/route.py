@@ -22,8 +22,9 @@ still at their baselines, so the step happened between the two traces, with the 
 not hours before (a latency shift of its own, or a route change already settled).
 
 A new router that never answers leaves no new address: the trace keeps every answering hop of
-a known route and is silent at a TTL where that route answers. Dropped answers look the same,
-so such a trace is a candidate only when a fresh delay step comes with it; the silent TTL is
+the route in use and is silent at a TTL where that route answers. Dropped answers look the same,
+so such a trace is a candidate only when a fresh delay step comes with it (silent on an older
+known route, it is the path going back to that route, delay step and all); the silent TTL is
 then part of the new route (``"*"`` in its hops and the evidence), so later traces silent there
 are on the new route and a trace answering there is back on the old one. An open change closes
 when the old route returns, or when the new one has settled in for ``settle_s``.
@@ -150,6 +151,10 @@ class _Variant:
     def matches_route(self, route: tuple, reached: bool) -> bool:
         """:meth:`matches` for a trace whose :func:`route_of` and reach are already known."""
         return same_route(self.hops, self.reached, route, reached)
+
+
+def _last_seen(variant: _Variant) -> float:
+    return variant.last
 
 
 class _ToolRoutes:
@@ -355,7 +360,8 @@ class RouteDetector(Detector):
                 if owner.candidate is not None:
                     owner.known.append(owner.candidate)
                     owner.candidate = None
-            if gaps and not self.is_open("route_change"):
+            if gaps and not self.is_open("route_change") and known is max(tool.known, key=_last_seen):
+                # (silent where the route in use answers; on an older known route it is a way back)
                 out += self._silent_hop(obs, tool, known, route, owd_before, rtt_before)
                 if tool.candidate is not None or self.is_open("route_change"):
                     return out
