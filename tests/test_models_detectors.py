@@ -404,6 +404,19 @@ def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_inter
     assert "rising_loss" in kinds(detect(runs(spread)))
 
 
+def test_a_drop_to_half_that_came_and_went_on_a_noisy_path_is_not_a_lag_signature():
+    """Every run at half the rate for three days (noise puts some just above the collapse line and
+    some below, interleaved), then back: the runs between the slow ones were slow too, not clean."""
+    drop, back = T0 + 4 * DAY, T0 + 7 * DAY
+    fired = []
+    for seed in range(150, 160):
+        rng = np.random.default_rng(seed)
+        runs = [run(t, b * (0.48 if drop <= t < back else 1.0), retransmits=int(rng.integers(0, 25)))
+                for t, b in throughput_series(rng, 12, noise=0.15)]
+        fired += [seed] if "rising_loss" in kinds(detect(runs)) else []
+    assert fired == []
+
+
 def test_a_two_member_lag_half_the_runs_degraded_at_random_is_a_lag_signature():
     """Half the runs (those hashed onto the bad one of two members) collapse, at random: found with
     k = 2 on nearly every such series (ten series; chance streaks may hold one or two back)."""

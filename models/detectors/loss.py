@@ -381,10 +381,10 @@ class LossDetector(Detector):
             return []
         since = [r for r in self.runs if r[0] >= flags[0][0]]
         frac = len(flags) / len(since)   # since the first degraded run
-        # The other runs must be clean, both lately and since the first degraded one: when they are
-        # slow too, it is a drop or a window limit, not one bad member.
+        # The other runs must be clean, both lately and among the degraded ones (from the first to
+        # the last): when they are slow too, it is a drop or a window limit, not one bad member.
         for others in ([r[2] for r in list(self.runs)[-(p.lag_runs // 4):] if not r[1]],
-                       [r[2] for r in since if not r[1]]):
+                       [r[2] for r in since if not r[1] and r[0] <= flags[-1][0]]):
             if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
                 return []
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
