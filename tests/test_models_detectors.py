@@ -458,6 +458,18 @@ def test_diurnal_saturation_within_three_days_and_mild_swing_quiet():
     assert detect(mild) == []
 
 
+def test_a_busy_window_holding_one_run_a_day_is_found_within_three_days():
+    """Runs every 2 hours, busy from 20:30 to 22:30 UTC: one run a day in the trough."""
+    rng = np.random.default_rng(18)
+    onset = T0 + 5 * DAY
+    obs = [run(t, b * (0.45 if t >= onset and 20.5 <= (t % DAY) / HOUR < 22.5 else 1.0))
+           for t, b in throughput_series(rng, 10, start=T0 + HOUR)]
+    found = detect(obs)
+    assert kinds(found) == ["diurnal_saturation"]
+    assert found[0].detected_at - (onset + 20.5 * HOUR) <= 3 * DAY
+    assert found[0].evidence["start_hour"] in (19, 20, 21)
+
+
 def test_a_busy_hour_trough_needs_the_latency_tests_queue_to_rise_in_those_hours_when_there_are_any():
     """The same afternoon throughput trough every day: saturation when the latency tests queue in
     the afternoon too; with latency tests that stay flat all day it is not a full queue."""

@@ -5,12 +5,12 @@ window (``widths`` hours wide, any start) whose runs sit lowest against the rest
 is saturation when that trough is deep (``depth`` below the rest), significant (one-sided
 Mann–Whitney), and there on at least ``min_days`` separate days — a mild daily swing, one bad
 afternoon or a level drop do not qualify. A day shows the trough when its busy-hour runs are low
-*and the runs after the busy hours are back up* (a level drop, a window limit setting in, stays
+(at least half of them, not their average) *and the runs after the busy hours are back up* (a level drop, a window limit setting in, stays
 down), and the trough repeats: every day since the first that has runs in the busy hours shows
 it (a few runs that collapse at random — a bad LAG member — fall into some day's busy hours by
 chance, seldom into every day's). Saturation is a full queue: where the path has latency
-tests in and outside those hours, their queueing delay or loss must rise in the busy hours too
-(one-sided Mann–Whitney) for the episode to open — runs collapsing on a bad LAG member, or a
+tests in and outside those hours, their queueing delay (median) or loss (mean) must rise in the
+busy hours too, significantly (one-sided Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a
 host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests are judged on
 queueing delay alone (a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
 rest). It closes once ``quiet_days`` whole days pass without the trough.
@@ -37,7 +37,9 @@ class DiurnalParams(Params):
     every_s: float = 4 * 3600.0    # how often the search runs
     depth: float = 0.3             # busy-hour median at least this far below the rest of the day
     min_days: int = 2              # separate days that show the trough
-    min_in: int = 4                # runs inside the window needed
+    min_in: int = 4                # runs inside the window needed ...
+    sparse_min_in: int = 3         # ... or, when no such window shows a trough, this many (a busy
+                                   # window of 3 hours holds one run a day at a 2-hour cadence)
     alpha: float = 1e-3            # Mann-Whitney level
     quiet_days: int = 2
     queue_rise_ms: float = 3.0     # latency-only paths: busy-hour queueing rise ...
@@ -88,6 +90,16 @@ def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int)
 
 _WIDTHS = np.repeat(np.array(WIDTHS), 24)
 _STARTS = np.tile(np.arange(24), len(WIDTHS))
+
+
+def _most(values: np.ndarray, lower_is_worse: bool) -> float:
+    """The value at least half of ``values`` are as bad as: the upper median when lower is worse.
+
+    >>> _most(np.array([181.0, 6089.0]), True), _most(np.array([1.0, 5.0, 6.0]), False)
+    (6089.0, 5.0)
+    """
+    ordered = np.sort(values)
+    return float(ordered[len(ordered) // 2] if lower_is_worse else ordered[(len(ordered) - 1) // 2])
 
 
 def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
@@ -196,34 +208,41 @@ class DiurnalDetector(Detector):
 
     def _trough(self) -> dict | None:
         p = self.p
-        if len(self.runs) >= 3 * p.min_in:
-            if not self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True):
+        fewest = min(p.min_in, p.sparse_min_in)
+        if len(self.runs) >= 3 * fewest:
+            if not self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True, min_in=fewest):
                 return None
             t = np.array([r[0] for r in self.runs])
             x = np.array([r[1] for r in self.runs])
-            return self._judge(t, x, lower_is_worse=True, signal="throughput")
+            # the deepest window of min_in runs first; the deepest of fewer when that shows no trough
+            for min_in in dict.fromkeys((p.min_in, p.sparse_min_in)):
+                found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in)
+                if found is not None:
+                    return found
+            return None
         if len(self.queue) >= 6 * p.min_in:
-            if not self._may_qualify(self.queue, [q[1] + 0.1 for q in self.queue], lower_is_worse=False):
+            if not self._may_qualify(self.queue, [q[1] + 0.1 for q in self.queue], lower_is_worse=False,
+                                     min_in=p.min_in):
                 return None
             t = np.array([q[0] for q in self.queue])
             x = np.array([q[1] for q in self.queue]) + 0.1   # ms floor keeps ratios finite
-            return self._judge(t, x, lower_is_worse=False, signal="queueing")
+            return self._judge(t, x, lower_is_worse=False, signal="queueing", min_in=p.min_in)
         return None
 
-    def _may_qualify(self, series: deque, x: list[float], *, lower_is_worse: bool) -> bool:
+    def _may_qualify(self, series: deque, x: list[float], *, lower_is_worse: bool, min_in: int) -> bool:
         """False when :meth:`_judge` is sure to find nothing: too short a span, or no window deep enough."""
         p = self.p
         if series[-1][0] - series[0][0] < (p.min_days - 0.5) * DAY:
             return False
         x.sort()
         needed = p.depth if lower_is_worse else p.queue_factor - 1
-        return depth_bound(x, lower_is_worse, p.min_in) >= needed
+        return depth_bound(x, lower_is_worse, min_in) >= needed
 
-    def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str) -> dict | None:
+    def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int) -> dict | None:
         p = self.p
         if t[-1] - t[0] < (p.min_days - 0.5) * DAY:
             return None
-        found = busy_window(t, x, lower_is_worse, p.min_in)
+        found = busy_window(t, x, lower_is_worse, min_in)
         if found is None:
             return None
         start, width, depth = found
@@ -242,7 +261,9 @@ class DiurnalDetector(Detector):
         needed = 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1)
 
         def low(sel: np.ndarray) -> bool:
-            ratio = np.median(x[sel]) / m_out
+            # most of the day's busy-hour runs, not their average: one run that collapsed (a bad
+            # LAG member) beside a normal one is no trough
+            ratio = _most(x[sel], lower_is_worse) / m_out
             return (1 - ratio if lower_is_worse else ratio - 1) >= needed
 
         # One busy period a day: number them from the window's start hour (a window may span midnight).
@@ -289,9 +310,11 @@ class DiurnalDetector(Detector):
         loss = np.array([v[2] for v in self.queue])
         from scipy.stats import mannwhitneyu
 
-        # A full queue in the busy hours delays or drops the latency tests' packets there.
-        rise = any(mannwhitneyu(v[inside], v[~inside], alternative="greater").pvalue <= self.p.alpha
-                   for v in (q, loss) if np.ptp(v) > 0)
+        # A full queue in the busy hours delays or drops the latency tests' packets there: the
+        # busy hours' typical queueing (median) or their loss (mean) higher, and significantly.
+        rise = any(shown(v[inside]) > shown(v[~inside])
+                   and mannwhitneyu(v[inside], v[~inside], alternative="greater").pvalue <= self.p.alpha
+                   for v, shown in ((q, np.median), (loss, np.mean)) if np.ptp(v) > 0)
         return {"queueing_or_loss_rise": bool(rise),
                 "busy_queueing_ms": round(float(np.median(q[inside])), 2),
                 "other_queueing_ms": round(float(np.median(q[~inside])), 2),
