@@ -313,6 +313,20 @@ def test_loss_step_from_zero_to_a_constant():
     assert abs(found[0].start - onset) <= HOUR and found[0].detected_at - onset <= 12 * HOUR
 
 
+def test_a_few_lossy_samples_over_some_hours_are_bursts_not_a_step():
+    """Six hours where four 10-minute samples each lose 3-7 % and the other 32 lose nothing: the
+    hours' rate (0.6 %) would leave hardly any 6,000-packet sample lossless if it were steady."""
+    rng = np.random.default_rng(20)
+    bursts = {T0 + 4 * DAY + 6 * HOUR + m * 60 for m in (10, 60, 240, 310)}
+    obs = [latency(t, 20.0, lost=int(rng.integers(180, 400)) if t in bursts else int(rng.binomial(6000, 1e-6)))
+           for t in latency_times(7)]
+    assert detect(obs) == []
+    # the same loss spread over every sample of those hours is a step
+    spread = [latency(t, 20.0, lost=int(rng.binomial(6000, 6e-3)) if T0 + 4 * DAY + 6 * HOUR <= t < T0 + 4 * DAY + 12 * HOUR
+              else int(rng.binomial(6000, 1e-6))) for t in latency_times(7)]
+    assert kinds(detect(spread)) == ["loss_step"]
+
+
 def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
     rng = np.random.default_rng(13)
     onset, slope = T0 + 4 * DAY, 0.4e-2 / (14 * DAY)  # 0 → 0.4 % over two weeks
@@ -406,13 +420,16 @@ def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_inter
 
 def test_a_drop_to_half_that_came_and_went_on_a_noisy_path_is_not_a_lag_signature():
     """Every run at half the rate for three days (noise puts some just above the collapse line and
-    some below, interleaved), then back: the runs between the slow ones were slow too, not clean."""
-    drop, back = T0 + 4 * DAY, T0 + 7 * DAY
+    some below, interleaved), then back, and one run that collapses on its own a day later: the
+    runs beside the slow ones were slow too, not clean."""
+    drop, back, stray = T0 + 4 * DAY, T0 + 7 * DAY, T0 + 8.5 * DAY
     fired = []
     for seed in range(150, 160):
         rng = np.random.default_rng(seed)
         runs = [run(t, b * (0.48 if drop <= t < back else 1.0), retransmits=int(rng.integers(0, 25)))
                 for t, b in throughput_series(rng, 12, noise=0.15)]
+        first_after = next(i for i, r in enumerate(runs) if r.t >= stray)
+        runs[first_after] = run(runs[first_after].t, 1.6e9, retransmits=400)
         fired += [seed] if "rising_loss" in kinds(detect(runs)) else []
     assert fired == []
 

@@ -56,6 +56,7 @@ class LossParams(Params):
     step_hours: int = 6             # a flat elevated rate this long is a step
     step_flatness: float = 0.7      # a step's second half keeps at least this share of the first's rate
     step_min_lost: int = 20         # with at least this many packets lost
+    spread_min_packets: int = 1000  # samples this big show whether a step's loss is spread over them
     recover_hours: int = 6          # bins back near the reference that close an episode
     burst_hours: int = 6            # hours on each side an hour's loss is compared with ...
     burst_alpha: float = 1e-6       # ... a burst: more loss than their typical rate explains at this level
@@ -180,6 +181,19 @@ def _llr_ramp(bins: list[tuple[int, int, int]], p0: float) -> tuple[float, float
 _SLOPES = np.geomspace(1e-6 / DAY, 1.0 / DAY, 41)
 
 
+def _beside_degraded(runs: list[tuple[float, bool, float, int]]) -> list[float]:
+    """The rates of the runs that are not degraded and come right before or after a degraded one.
+
+    >>> _beside_degraded([(0, False, 9.0, 0), (1, True, 1.0, 0), (2, False, 8.0, 0), (3, False, 7.0, 0)])
+    [9.0, 8.0]
+    """
+    beside = set()
+    for i, run in enumerate(runs):
+        if run[1]:
+            beside.update(j for j in (i - 1, i + 1) if 0 <= j < len(runs) and not runs[j][1])
+    return [runs[j][2] for j in sorted(beside)]
+
+
 class LossDetector(Detector):
     name = "loss"
     kinds = ("rising_loss", "loss_step")
@@ -190,6 +204,9 @@ class LossDetector(Detector):
         super().__init__(source, destination, params)
         self.bins: deque[tuple[int, int, int]] = deque(maxlen=self.p.history_hours)
         self.current: list[int] | None = None   # [hour, lost, sent]
+        # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
+        self.spread: deque[tuple[int, int, int, int]] = deque(maxlen=self.p.history_hours)
+        self.current_spread: list[int] | None = None
         self.reference_rate: float | None = None  # frozen while an episode is open
         self.loss_kind: str | None = None
         self.quiet_hours = 0
@@ -197,6 +214,11 @@ class LossDetector(Detector):
         self.runs: deque[tuple[float, bool, float, int]] = deque(maxlen=self.p.lag_runs)
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "spread" not in state:          # pickled before samples' spread was kept
+            self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -214,12 +236,20 @@ class LossDetector(Detector):
         out: list[Anomaly] = []
         if self.current is not None and hour != self.current[0]:
             self.bins.append(tuple(self.current))
+            if self.current_spread is not None:
+                self.spread.append(tuple(self.current_spread))
             out = self._judge(obs.t)
-            self.current = None
+            self.current = self.current_spread = None
         if self.current is None:
             self.current = [hour, 0, 0]
         self.current[1] += obs.lost
         self.current[2] += obs.sent
+        if obs.sent >= self.p.spread_min_packets:
+            if self.current_spread is None:
+                self.current_spread = [hour, 0, 0, 0]
+            self.current_spread[1] += 1
+            self.current_spread[2] += obs.lost == 0
+            self.current_spread[3] += obs.sent
         return out
 
     def _judge(self, now: float) -> list[Anomaly]:
@@ -266,7 +296,8 @@ class LossDetector(Detector):
         # A step is sustained: the typical hour after it (not a burst in one hour) carries the loss,
         # and the second half is as lossy as the first.
         typical = median(b[1] / b[2] for b in after if b[2])
-        sustained = typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
+        sustained = (typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
+                     and not self._carried_by_few_samples(after, lost / sent))
         could_step = sustained and len(after) >= p.step_hours and lost >= p.step_min_lost
         if not (could_rise or could_step) or self._busy_hours_only(after, p0):
             return []
@@ -300,6 +331,23 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         return []
+
+    def _carried_by_few_samples(self, after: list[tuple[int, int, int]], rate: float) -> bool:
+        """Whether far more of the big samples in ``after``'s hours lost nothing than a steady ``rate``
+        leaves lossless (binomial test at ``alpha``): bursts in a few samples, not a step.
+
+        A sample of n packets loses none with probability (1 − rate)^n; at 0.25 % loss a sample
+        of 6,000 packets is almost never lossless, so 32 lossless samples of 36 are a few bursts.
+        """
+        hours = {b[0] for b in after}
+        counts = [entry[1:] for entry in self.spread if entry[0] in hours]
+        samples = sum(n for n, _, _ in counts)
+        if samples < 6 or not 0.0 < rate < 1.0:
+            return False
+        lossless = sum(clean for _, clean, _ in counts)
+        per_sample = sum(packets for _, _, packets in counts) / samples
+        steady = math.exp(per_sample * math.log1p(-rate))
+        return lossless >= 1 and not tail_exceeds(lossless, samples, steady, self.p.alpha)
 
     def _busy_hours_only(self, after: list[tuple[int, int, int]], p0: float) -> bool:
         """Whether the loss after the change stays within the same few hours of each day: outside the
@@ -381,10 +429,10 @@ class LossDetector(Detector):
             return []
         since = [r for r in self.runs if r[0] >= flags[0][0]]
         frac = len(flags) / len(since)   # since the first degraded run
-        # The other runs must be clean, both lately and among the degraded ones (from the first to
-        # the last): when they are slow too, it is a drop or a window limit, not one bad member.
+        # The other runs must be clean, both lately and right beside the degraded ones: when they
+        # are slow too, it is a drop or a window limit, not one bad member.
         for others in ([r[2] for r in list(self.runs)[-(p.lag_runs // 4):] if not r[1]],
-                       [r[2] for r in since if not r[1] and r[0] <= flags[-1][0]]):
+                       _beside_degraded(since)):
             if len(others) < 4 or median(others) < (1 - p.lag_rate_drop) * clean_bps:
                 return []
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
