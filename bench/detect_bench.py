@@ -57,8 +57,11 @@ def measure(by_path: dict[tuple, list]) -> tuple[int, int, float, float]:
     started, cpu_started = time.perf_counter(), time.process_time()
     for (source, destination), rows in by_path.items():
         monitor = PathMonitor(source, destination)
+        observe = monitor.observe
         for obs in rows:
-            emitted += len(monitor.observe(obs))
+            found = observe(obs)
+            if found:
+                emitted += len(found)
         emitted += len(monitor.advance(rows[-1].t))
         count += len(rows)
     return count, emitted, time.perf_counter() - started, time.process_time() - cpu_started

@@ -27,8 +27,9 @@ class PathMonitor:
         self.detectors: list[Detector] = config.build(source, destination)
         self.timed = [d for d in self.detectors if d.timed]
         self.last_t: float | None = None
-        # Per observation type, the detector methods that read it (a cache, not pickled).
-        self.calls: dict[type, list[Callable[[Observation], list[Anomaly]]]] = {}
+        # Per observation type, the timed detectors' deadline methods and the detector methods
+        # that read it (a cache of bound methods, not pickled).
+        self.calls: dict[type, tuple[list[Callable], list[Callable]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key not in ("calls", "readers")}
@@ -45,25 +46,30 @@ class PathMonitor:
     def observe(self, obs: Observation) -> list[Anomaly]:
         t = obs.t
         out = []
-        if self.timed:
-            due = self.deadline()
-            if due is not None and due < t:        # (advance's own test, without its call)
+        cached = self.calls.get(type(obs))
+        if cached is None:
+            cached = self.calls[type(obs)] = self._calls_for(obs)
+        deadlines, calls = cached
+        for deadline in deadlines:
+            due = deadline()
+            if due is not None and due < t:       # (advance's own test, without its call)
                 out = self.advance(t, inclusive=False)
-        calls = self.calls.get(type(obs))
-        if calls is None:
-            calls = self.calls[type(obs)] = self._calls_for(obs)
+                break
         for call in calls:
             found = call(obs)
             if found:
                 out.extend(found)
         last_t = self.last_t
-        self.last_t = t if last_t is None or t > last_t else last_t
+        if last_t is None or t > last_t:
+            self.last_t = t
         return out
 
-    def _calls_for(self, obs: Observation) -> list[Callable[[Observation], list[Anomaly]]]:
-        """What to call for an observation of this type: each reader's handler for it, else its ``observe``."""
+    def _calls_for(self, obs: Observation) -> tuple[list[Callable[[], float | None]], list[Callable[[Observation], list[Anomaly]]]]:
+        """What to call for an observation of this type: the timed detectors' ``deadline`` (asked
+        first: is one due before it?), then each reader's handler for it, else its ``observe``."""
         kind = type(obs)
-        return [d.handlers().get(kind, d.observe) for d in self.detectors if isinstance(obs, d.reads)]
+        return ([d.deadline for d in self.timed],
+                [d.handlers().get(kind, d.observe) for d in self.detectors if isinstance(obs, d.reads)])
 
     def deadline(self) -> float | None:
         """The earliest time at which some detector must run without data (a timer to set)."""

@@ -124,17 +124,27 @@ class SilenceDetector(Detector):
             cadence = self.cadences[kind] = _Cadence(self.p.history)
         out: list[Anomaly] = []
         last = cadence.last
-        if kind in self.overdue:
-            self.overdue.discard(kind)
-            if not self.overdue:
+        gaps = cadence.gaps
+        overdue = self.overdue
+        if kind in overdue:
+            overdue.discard(kind)
+            if not overdue:
                 out = self.close("no_data", t, {"resumed_at": from_epoch(t)})
         elif last is not None and t > last:
-            cadence.gaps.append(t - last)
+            gaps.append(t - last)
         if last is None or t > last:
-            cadence.last = t
-        # Only this type's due time moved (_settle for one type, inlined: it runs per observation).
+            cadence.last = last = t
+        # Only this type's due time moved: _settle for one type, with _due inlined (this runs per
+        # observation; the type is not overdue now and has a last time).
+        p = self.p
+        due = None
+        if len(gaps.values) >= p.min_gaps:
+            period = gaps.median()
+            if not period > p.max_cadence_s:
+                wait, slack = p.misses * period, period + p.min_slack_s
+                due = last + (slack if slack > wait else wait)    # (max(wait, slack), as max picks)
         dues = self.dues
-        dues[kind] = self._due(kind)
+        dues[kind] = due
         earliest = None
         for due in dues.values():
             if due is not None and (earliest is None or due < earliest):
