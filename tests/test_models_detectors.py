@@ -148,6 +148,23 @@ def test_a_silent_hop_without_a_fresh_delay_step_is_not_a_change():
     assert len(found) == 1 and found[0].end == after[1].t, "opens, and the answering hop returns at once"
 
 
+def test_a_latency_shift_ending_as_a_hop_drops_its_answer_is_not_a_route_change():
+    """Route A throughout; the delay (and the traces' RTT) 10 ms higher for two days from day 2;
+    the first trace after it comes back misses hop 4's answer: back to A's usual delay, not a
+    new silent router."""
+    rng = np.random.default_rng(38)
+    traces = _traces(rng, 72 * 5, [A])
+    shift, back = T0 + 2 * DAY, T0 + 4 * DAY + 100   # (the sample before the next trace is back already)
+    dropped = next(i for i, o in enumerate(traces) if o.t > back)
+    silent = list(A)
+    silent[3] = None
+    traces = [trace(o.t, silent if i == dropped else A, rtt=o.last_rtt_ms + (20.0 if shift <= o.t < back else 0.0))
+              for i, o in enumerate(traces)]
+    owd = [latency(t, 10.0 + rng.normal(0, 0.03) + (10.0 if shift <= t < back else 0.0))
+           for t in np.arange(T0 - 300, traces[-1].t, 600.0)]
+    assert "route_change" not in kinds(detect(traces + owd))
+
+
 def test_a_long_standing_route_returning_after_a_detour_of_days_is_not_a_second_change():
     rng = np.random.default_rng(37)
     before = _traces(rng, 72 * 8, [A])                      # 8 days on A

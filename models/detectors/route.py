@@ -23,7 +23,8 @@ not hours before (a latency shift of its own, or a route change already settled)
 
 A new router that never answers leaves no new address: the trace keeps every answering hop of
 the route in use and is silent at a TTL where that route answers. Dropped answers look the same,
-so such a trace is a candidate only when a fresh delay step comes with it (silent on an older
+so such a trace is a candidate only when a fresh delay step comes with it — and not one back to
+the delay the path had when it took that route (a latency shift ending) — (silent on an older
 known route, it is the path going back to that route, delay step and all); the silent TTL is
 then part of the new route (``"*"`` in its hops and the evidence), so later traces silent there
 are on the new route and a trace answering there is back on the old one. An open change closes
@@ -136,7 +137,7 @@ def as_path(asns: tuple) -> tuple[int, ...]:
 
 
 class _Variant:
-    __slots__ = ("hops", "asns", "reached", "first", "last", "count")
+    __slots__ = ("hops", "asns", "reached", "first", "last", "count", "delay")
 
     def __init__(self, obs: TraceObs):
         self.hops = route_of(obs)
@@ -144,6 +145,10 @@ class _Variant:
         self.reached = bool(obs.reached)
         self.first = self.last = obs.t
         self.count = 1
+        self.delay: float | None = None     # the one-way delay when the path was first seen on it
+
+    def usual_delay(self) -> float | None:
+        return getattr(self, "delay", None)  # (variants pickled before it was kept have none)
 
     def matches(self, obs: TraceObs) -> bool:
         return same_route(self.hops, self.reached, route_of(obs), bool(obs.reached))
@@ -366,6 +371,8 @@ class RouteDetector(Detector):
                 if tool.candidate is not None or self.is_open("route_change"):
                     return out
             known.last, known.count = obs.t, known.count + 1
+            if known.usual_delay() is None and self.recent_delays and not self.is_open("route_change"):
+                known.delay = self.recent_delays[-1]
             if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
                 self.rtts.append(obs.last_rtt_ms)
             return out
@@ -401,6 +408,10 @@ class RouteDetector(Detector):
         rtt_step = None if owd_step is not None else self._trace_rtt_step(obs, quiet)
         if owd_step is None and rtt_step is None:
             return []
+        usual = known.usual_delay()
+        if (owd_step is not None and usual is not None
+                and abs(self.recent_delays[-1] - usual) < max(self.p.owd_step_ms, abs(owd_step) / 2)):
+            return []       # the delay came back to this route's usual level: a shift ended, an answer dropped
         hops = tuple(SILENT if y is None and x is not None and x != SILENT else y
                      for x, y in zip(known.hops, route)) + route[len(known.hops):]
         candidate = _Variant(obs)
