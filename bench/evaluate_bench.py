@@ -23,6 +23,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[11, 12, 13])
     parser.add_argument("--hosts", type=int, default=7)
     parser.add_argument("--days", type=int, default=21)
+    parser.add_argument("--cadence", action="append", default=[], metavar="NAME=SECONDS",
+                        help="a test cadence other than the simulator's default, e.g. throughput_s=21600 (repeatable)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "evaluation.json")
     args = parser.parse_args()
     console = Console(stderr=True)
@@ -30,9 +32,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
             with console.status(f"seed {seed}: simulate, detect, baseline, score"):
-                results.append(score_seed(seed, Path(tmp), hosts=args.hosts, days=args.days).to_dict())
+                results.append(score_seed(seed, Path(tmp), hosts=args.hosts, days=args.days, cadences=args.cadence).to_dict())
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"hosts": args.hosts, "days": args.days, "seeds": results}, indent=2) + "\n")
+    args.out.write_text(json.dumps({"hosts": args.hosts, "days": args.days, "cadences": args.cadence, "seeds": results},
+                                   indent=2) + "\n")
     table = Table(title=f"F1 per kind, ours / WLCG, {len(args.seeds)} seeds → {args.out}")
     table.add_column("kind")
     for r in results:

@@ -281,11 +281,13 @@ def simulate(
     hosts: Annotated[int, typer.Option(min=3, help="Number of hosts in the full mesh.")] = 7,
     days: Annotated[int, typer.Option(min=4, help="Days of measurements.")] = 21,
     start: Annotated[Optional[str], typer.Option(help="RFC 3339 start of the simulated period (default: a fixed date).")] = None,
+    cadence: Annotated[Optional[list[str]], typer.Option(help="NAME=SECONDS: how often a test runs, e.g. throughput_s=21600 (names: latency_s, latency_packets, throughput_s, throughput_jitter_s, throughput_run_s, trace_s, tracepath_s).")] = None,
 ) -> None:
     """Write a simulated measurement mesh with injected pathologies, in the tools' real formats, and its labels."""
     from pathwatch.sim.command import run_simulate
 
-    raise typer.Exit(run_simulate(out, seed=seed, hosts=hosts, days=days, start=start, console=_err()))
+    raise typer.Exit(run_simulate(out, seed=seed, hosts=hosts, days=days, start=start, console=_err(),
+                                  cadences=cadence or ()))
 
 
 @app.command()

@@ -94,3 +94,24 @@ def test_out_must_be_a_directory(tmp_path):
     target.write_text("x")
     code, text = _simulate(target, days=1)
     assert code == 2 and "--out" in text
+
+
+def test_a_cadence_option_sets_how_often_a_test_runs(tmp_path):
+    code, text = _simulate(tmp_path, days=4, cadences=["throughput_s=21600"])
+    assert code == 0, text
+    assert orjson.loads((tmp_path / "mesh.json").read_bytes())["cadences_s"]["throughput_s"] == 21600
+    runs = Counter()
+    for located in parse_paths([str(tmp_path / "raw.jsonl")]):
+        for record in located.outcome.records:
+            if record.kind == "throughput" and not record.reverse:
+                runs[(record.source, record.destination)] += 1
+    assert runs and max(runs.values()) <= 4 * 4 + 1       # 4 a day for 4 days, not 12 a day
+
+
+@pytest.mark.parametrize("setting, message", [("throughput_s", "expected NAME=SECONDS"),
+                                              ("ping_s=5", "no cadence ping_s"),
+                                              ("trace_s=often", "expected a whole number of seconds"),
+                                              ("trace_s=0", "cadence trace_s: expected a positive whole number")])
+def test_a_bad_cadence_is_refused_naming_it(tmp_path, setting, message):
+    code, text = _simulate(tmp_path, cadences=[setting])
+    assert code == 2 and message in text and "--cadence" in text

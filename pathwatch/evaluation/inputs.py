@@ -150,7 +150,7 @@ def read_anomalies(path: Path) -> list[Anomaly]:
 
 
 def simulated_records(directory: Path, *, seed: int, hosts: int, days: int, start: str | None = None,
-                      reuse: bool = False) -> list[dict[str, Any]]:
+                      reuse: bool = False, cadences: list[str] | tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Simulate a labelled mesh into ``directory`` and parse its raw.jsonl with the project's parsers.
 
     With ``reuse``, a directory that already holds a simulation (its labels.jsonl) is parsed as it
@@ -166,7 +166,7 @@ def simulated_records(directory: Path, *, seed: int, hosts: int, days: int, star
     quiet = Console(stderr=True, quiet=True)
     directory = Path(directory)
     if not (reuse and (directory / "labels.jsonl").exists()):
-        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet) != 0:
+        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet, cadences=cadences) != 0:
             raise RuntimeError(f"simulating seed {seed} into {directory} failed")
     rejected: Counter = Counter()
     records = list(parsed_records([str(directory / "raw.jsonl")], None, rejected, quiet))

@@ -49,12 +49,13 @@ class SeedScore:
                 "missed_targets": missed_targets(self)}
 
 
-def score_seed(seed: int, workdir: Path, *, hosts: int, days: int) -> SeedScore:
+def score_seed(seed: int, workdir: Path, *, hosts: int, days: int, cadences: list[str] | tuple[str, ...] = ()) -> SeedScore:
+    """Simulate seed ``seed`` (``cadences``: ``NAME=SECONDS`` test cadences), detect, score both."""
     from pathwatch.models.baseline_wlcg import collect, covers, run_baseline, series_extent
     from pathwatch.models.engine import replay
 
     out = workdir / f"seed-{seed}"
-    records = simulated_records(out, seed=seed, hosts=hosts, days=days)
+    records = simulated_records(out, seed=seed, hosts=hosts, days=days, cadences=cadences)
     ours = replay(records).anomalies
     series = collect(records)
     baseline = run_baseline(series)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .config import SimConfig
+from .config import SimConfig, parse_cadences
 from .generate import Simulation, envelope_lines, plan
 from .scenario import KINDS
 from .writer import LABELS, MESH, RAW, write_simulation
@@ -18,10 +18,14 @@ EXIT_OK = 0
 EXIT_BAD_OPTION = 2
 
 
-def run_simulate(out: Path, *, seed: int, hosts: int, days: int, start: str | None, console: Console) -> int:
-    """Write ``raw.jsonl``, ``labels.jsonl`` and ``mesh.json`` into ``out``; returns the exit code."""
+def run_simulate(out: Path, *, seed: int, hosts: int, days: int, start: str | None, console: Console,
+                 cadences: list[str] | tuple[str, ...] = ()) -> int:
+    """Write ``raw.jsonl``, ``labels.jsonl`` and ``mesh.json`` into ``out``; returns the exit code.
+
+    ``cadences``: ``NAME=SECONDS`` settings of :class:`~pathwatch.sim.config.Cadences`.
+    """
     try:
-        config = SimConfig(seed=seed, hosts=hosts, days=days, start_text=start)
+        config = SimConfig(seed=seed, hosts=hosts, days=days, start_text=start, cadences=parse_cadences(cadences))
     except ValueError as error:
         console.print(str(error), markup=False)
         return EXIT_BAD_OPTION

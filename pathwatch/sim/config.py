@@ -41,6 +41,37 @@ class Cadences:
             raise ValueError("cadence throughput_run_s: runs must be far shorter than throughput_s")
 
 
+def parse_cadences(settings: list[str] | tuple[str, ...] = ()) -> Cadences:
+    """Cadences from ``NAME=SECONDS`` settings (the ``--cadence`` option), the rest left at defaults.
+
+    >>> parse_cadences(["throughput_s=21600", "trace_s=3600"]).throughput_s
+    21600
+    >>> parse_cadences(["ping_s=5"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --cadence ping_s=5: no cadence ping_s (one of latency_s, latency_packets, throughput_s, throughput_jitter_s, throughput_run_s, trace_s, tracepath_s)
+    """
+    known = list(Cadences.__dataclass_fields__)
+    values: dict[str, int] = {}
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"--cadence {setting}: expected NAME=SECONDS")
+        if name not in known:
+            raise ValueError(f"--cadence {setting}: no cadence {name} (one of {', '.join(known)})")
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise ValueError(f"--cadence {setting}: expected a whole number of seconds, got {text!r}") from None
+    cadences = Cadences(**values)
+    try:
+        cadences.check()
+    except ValueError as error:
+        raise ValueError(f"--{error}") from None
+    return cadences
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """The options of ``pathwatch simulate``; errors name the option at fault."""
