@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -502,6 +503,27 @@ def test_a_busy_window_holding_one_run_a_day_is_found_within_three_days():
     assert kinds(found) == ["diurnal_saturation"]
     assert found[0].detected_at - (onset + 20.5 * HOUR) <= 3 * DAY
     assert found[0].evidence["start_hour"] in (19, 20, 21)
+
+
+def test_with_runs_every_six_hours_outside_the_busy_hours_the_latency_tests_queue_finds_saturation():
+    """Runs at 02, 08, 14 and 20 UTC never meet the 10:00-13:00 busy hours; from day 4 half the
+    latency packets queue there (the median hardly moves, the 95th percentile goes to ~6 ms). A
+    healthy path's mild busy-hour queue (95th percentile 0.9 ms) stays quiet."""
+    rng = np.random.default_rng(22)
+    onset = T0 + 4 * DAY
+    runs = [run(t, b) for t, b in throughput_series(rng, 9, every_h=6.0, start=T0 + 2 * HOUR)]
+
+    def sample(t, busy_tail):
+        busy = 10 <= (t % DAY) / HOUR < 13
+        tail = busy_tail if busy else 0.3
+        return replace(latency(t, 20.0, queue=0.1), delay_p95_ms=20.0 + tail * rng.uniform(0.8, 1.2))
+
+    saturated = [sample(t, 6.0 if t >= onset else 0.3) for t in latency_times(9)]
+    found = [a for a in detect(runs + saturated) if a.kind == "diurnal_saturation"]
+    assert len(found) == 1 and found[0].detected_at - (onset + 10 * HOUR) <= 3 * DAY
+    assert found[0].evidence["signal"] == "queueing" and found[0].evidence["start_hour"] in (9, 10, 11)
+    mild = [sample(t, 0.9) for t in latency_times(9)]
+    assert "diurnal_saturation" not in kinds(detect(runs + mild))
 
 
 def test_a_busy_hour_trough_needs_the_latency_tests_queue_to_rise_in_those_hours_when_there_are_any():

@@ -11,8 +11,9 @@ it (a few runs that collapse at random — a bad LAG member — fall into some d
 chance, seldom into every day's). Saturation is a full queue: where the path has latency
 tests in and outside those hours, their queueing delay (median) or loss (mean) must rise in the
 busy hours too, significantly (one-sided Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a
-host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests are judged on
-queueing delay alone (a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
+host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests, or
+whose runs show no trough (runs every 6 hours may never fall into the busy hours), are judged on
+queueing delay alone (of the samples' 95th percentile: a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
 rest). It closes once ``quiet_days`` whole days pass without the trough.
 """
 
@@ -42,7 +43,7 @@ class DiurnalParams(Params):
                                    # window of 3 hours holds one run a day at a 2-hour cadence)
     alpha: float = 1e-3            # Mann-Whitney level
     quiet_days: int = 2
-    queue_rise_ms: float = 3.0     # latency-only paths: busy-hour queueing rise ...
+    queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
     stall_s: float = 2.0           # runs stalled this long at start (an MTU problem) are left out
 
@@ -141,7 +142,8 @@ class DiurnalDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.runs: deque[tuple[float, float]] = deque()
-        self.queue: deque[tuple[float, float, float]] = deque()   # (t, median - min delay, loss)
+        # (t, median − min delay, loss, 95th percentile − min delay): the queue a sample met
+        self.queue: deque[tuple[float, float, float, float]] = deque()
         self.next_check: float | None = None
         self.window: tuple[int, int] | None = None
         self.last_trough_day: int | None = None
@@ -161,7 +163,9 @@ class DiurnalDetector(Detector):
 
     def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:
         if obs.ok and obs.sent and obs.lost < obs.sent and obs.delay_min_ms is not None and obs.delay_median_ms is not None:
-            self.queue.append((obs.t, obs.delay_median_ms - obs.delay_min_ms, obs.loss or 0.0))
+            queued = obs.delay_median_ms - obs.delay_min_ms
+            tail = obs.delay_p95_ms - obs.delay_min_ms if obs.delay_p95_ms is not None else queued
+            self.queue.append((obs.t, queued, obs.loss or 0.0, tail))
         return self._advance(obs.t)
 
     def _advance(self, t: float) -> list[Anomaly]:
@@ -198,7 +202,7 @@ class DiurnalDetector(Detector):
         start, width = self.window
         busy = f"{start:02d}:00–{(start + width) % 24:02d}:00 UTC"
         what = f"throughput {100 * found['depth']:.0f} % below the rest of the day" if found["signal"] == "throughput" \
-            else f"queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
+            else f"95th-percentile queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
         return self.open(
             "diurnal_saturation", start=found["first_t"], at=now,
             severity=severity_for(found["depth"], 0.0, 0.5, 0.8), score=min(1.0, found["depth"] + 0.3),
@@ -209,9 +213,8 @@ class DiurnalDetector(Detector):
     def _trough(self) -> dict | None:
         p = self.p
         fewest = min(p.min_in, p.sparse_min_in)
-        if len(self.runs) >= 3 * fewest:
-            if not self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True, min_in=fewest):
-                return None
+        if (len(self.runs) >= 3 * fewest
+                and self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True, min_in=fewest)):
             t = np.array([r[0] for r in self.runs])
             x = np.array([r[1] for r in self.runs])
             # the deepest window of min_in runs first; the deepest of fewer when that shows no trough
@@ -219,13 +222,16 @@ class DiurnalDetector(Detector):
                 found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in)
                 if found is not None:
                     return found
-            return None
+        # No throughput trough (or no runs): the latency tests' queueing, which runs far more often
+        # (runs every 6 hours may never fall into the busy hours)
         if len(self.queue) >= 6 * p.min_in:
-            if not self._may_qualify(self.queue, [q[1] + 0.1 for q in self.queue], lower_is_worse=False,
+            # the 95th percentile: a queue that half the packets meet hardly moves the median
+            tails = [(q[3] if len(q) > 3 else q[1]) + 0.1 for q in self.queue]   # (+0.1 ms keeps ratios finite)
+            if not self._may_qualify(self.queue, list(tails), lower_is_worse=False,
                                      min_in=p.min_in):
                 return None
             t = np.array([q[0] for q in self.queue])
-            x = np.array([q[1] for q in self.queue]) + 0.1   # ms floor keeps ratios finite
+            x = np.array(tails)
             return self._judge(t, x, lower_is_worse=False, signal="queueing", min_in=p.min_in)
         return None
 
