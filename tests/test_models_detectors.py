@@ -436,6 +436,22 @@ def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_inter
     assert "rising_loss" in kinds(detect(runs(spread)))
 
 
+def test_a_thirty_percent_drop_on_a_noisy_path_is_found_from_the_runs_median():
+    """Runs with 15 % noise drop to 69 % of the baseline: the per-run threshold (2.5 MADs, ~37 %
+    down) sees half of them, the median of 8 runs sees the level. Ten healthy noisy paths stay quiet."""
+    drop = T0 + 5 * DAY
+    found, quiet = 0, []
+    for seed in range(60, 70):
+        rng = np.random.default_rng(seed)
+        series = list(throughput_series(rng, 10, noise=0.15))
+        dropped = [run(t, b * (0.69 if t >= drop else 1.0)) for t, b in series]
+        hits = [a for a in detect(dropped) if a.kind == "throughput_drop"]
+        found += len(hits) >= 1 and hits[0].start >= drop - 2 * HOUR and hits[0].detected_at - drop <= DAY
+        quiet += [seed] if detect([run(t, b) for t, b in series]) else []
+    assert found >= 9, f"{found} of 10"
+    assert quiet == []
+
+
 def test_a_drop_to_half_that_came_and_went_on_a_noisy_path_is_not_a_lag_signature():
     """Every run at half the rate for three days (noise puts some just above the collapse line and
     some below, interleaved), then back, and one run that collapses on its own a day later: the
@@ -494,15 +510,21 @@ def test_diurnal_saturation_within_three_days_and_mild_swing_quiet():
 
 
 def test_a_busy_window_holding_one_run_a_day_is_found_within_three_days():
-    """Runs every 2 hours, busy from 20:30 to 22:30 UTC: one run a day in the trough."""
+    """Runs every 2 hours, busy from 20:30 to 22:30 UTC: one run a day in the trough, found when
+    the latency tests' queue rises in those hours too (one run a day alone is too little)."""
     rng = np.random.default_rng(18)
     onset = T0 + 5 * DAY
-    obs = [run(t, b * (0.45 if t >= onset and 20.5 <= (t % DAY) / HOUR < 22.5 else 1.0))
-           for t, b in throughput_series(rng, 10, start=T0 + HOUR)]
-    found = detect(obs)
+
+    def busy(t):
+        return t >= onset and 20.5 <= (t % DAY) / HOUR < 22.5
+
+    runs = [run(t, b * (0.45 if busy(t) else 1.0)) for t, b in throughput_series(rng, 10, start=T0 + HOUR)]
+    queue = [latency(t, 20.0, queue=3.0 if busy(t) else 0.3) for t in latency_times(10)]
+    found = detect(runs + queue)
     assert kinds(found) == ["diurnal_saturation"]
     assert found[0].detected_at - (onset + 20.5 * HOUR) <= 3 * DAY
-    assert found[0].evidence["start_hour"] in (19, 20, 21)
+    assert found[0].evidence["start_hour"] in (19, 20, 21) and found[0].evidence["signal"] == "throughput"
+    assert "diurnal_saturation" not in kinds(detect(runs))
 
 
 def test_with_runs_every_six_hours_outside_the_busy_hours_the_latency_tests_queue_finds_saturation():

@@ -40,7 +40,8 @@ class DiurnalParams(Params):
     min_days: int = 2              # separate days that show the trough
     min_in: int = 4                # runs inside the window needed ...
     sparse_min_in: int = 3         # ... or, when no such window shows a trough, this many (a busy
-                                   # window of 3 hours holds one run a day at a 2-hour cadence)
+                                   # window of 3 hours holds one run a day at a 2-hour cadence),
+                                   # then only with latency tests that see the queue rise too
     alpha: float = 1e-3            # Mann-Whitney level
     quiet_days: int = 2
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
@@ -302,6 +303,9 @@ class DiurnalDetector(Detector):
         if (signal == "throughput" and corroboration and not self.is_open("diurnal_saturation")
                 and not corroboration["queueing_or_loss_rise"]):
             return None     # latency tests see neither queueing nor loss rise in those hours: not a full queue
+        if (signal == "throughput" and min_in < p.min_in and not self.is_open("diurnal_saturation")
+                and not corroboration):
+            return None     # one run a day is too little alone: it takes the latency tests to agree
         facts.update(corroboration)
         return facts
 

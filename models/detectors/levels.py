@@ -7,6 +7,10 @@ persistent level change, not an outlier or a busy hour. It closes when values co
 delay shift that lasts ``delay_settle_s`` becomes the new normal (closed, re-baselined); a later
 return to the level it had before is then the old normal coming back, not a new shift.
 
+Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
+standard errors and ``level_drop_frac`` below the baseline: on a noisy path a 30 % drop leaves
+half its runs above the per-run threshold, but not their median.
+
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead; runs that
 stall at the start are left to the MTU detector.
@@ -33,6 +37,9 @@ class LevelParams(Params):
     tput_runs: int = 3               # low runs ...
     tput_span_s: float = 8 * 3600.0  # ... covering at least this long ...
     tput_tolerated: float = 0.25     # ... with at most this share of normal runs among them
+    level_runs: int = 8              # or: the median of the last this many runs (over tput_span_s) ...
+    level_z: float = 4.5             # ... this many standard errors below the baseline ...
+    level_drop_frac: float = 0.25    # ... and this fraction
     delay_abs_ms: float = 1.0        # delay shifts smaller than this are ignored
     delay_rel: float = 0.05          # ... and smaller than this fraction of the baseline
     delay_runs: int = 3              # consecutive shifted samples ...
@@ -101,6 +108,12 @@ class LevelDetector(Detector):
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
+        self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "recent_runs" not in state:     # pickled before the level test kept recent runs
+            self.recent_runs = deque(maxlen=self.p.level_runs)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -119,6 +132,7 @@ class LevelDetector(Detector):
             return []
         base, spread = self.tput.reference(self.p.k_tput, 0.0, self.p.tput_drop_frac)
         low = obs.bps < base - spread
+        self.recent_runs.append(obs)
         if self.tput_kind is not None:
             # Recovery takes two runs in a row back above half the drop threshold.
             self.recovered = self.recovered + 1 if obs.bps >= base - spread / 2 else 0
@@ -131,22 +145,45 @@ class LevelDetector(Detector):
         if not low and not self.low_runs:
             if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
                 self._add_normal(obs)
-            return []
+            shifted = self._level_shift(base)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
         self.low_runs.append(obs)
         runs = self.low_runs
         highs = sum(1 for r in runs if r.bps >= base - spread)
         if highs > self.p.tput_tolerated * len(runs):
-            # Not a level: give the normal runs back to the baseline and start over.
+            # Not a level: give the normal runs back to the baseline (not those halfway down, as
+            # above) and start over.
             for r in runs:
-                if r.bps >= base - spread:
+                if r.bps >= base - spread / 2:
                     self._add_normal(r)
             self.low_runs = []
-            return []
+            shifted = self._level_shift(base)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
         if median(r.bps for r in runs) >= base - spread:
             return []
-        runs = [r for r in runs if r.bps < base - spread]
+        return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs.t)
+
+    def _level_shift(self, base: float) -> list[ThroughputObs] | None:
+        """The recent runs when their median sits ``level_z`` standard errors (of a median of that
+        many runs, from the baseline's MAD) and ``level_drop_frac`` below the baseline: a drop that
+        noise spreads on both sides of the per-run threshold is still a level change."""
+        p, recent = self.p, self.recent_runs
+        if len(recent) < p.level_runs or recent[-1].t - recent[0].t < p.tput_span_s:
+            return None
+        level = median(r.bps for r in recent)
+        if level >= (1 - p.level_drop_frac) * base:
+            return None
+        sigma = 1.4826 * mad(self.tput.base)
+        standard_error = 1.2533 * sigma / len(recent) ** 0.5     # of the median of len(recent) normal values
+        if base - level < p.level_z * standard_error:
+            return None
+        return [r for r in recent if r.bps < (base + level) / 2]   # the runs nearer the new level
+
+    def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, at: float) -> list[Anomaly]:
+        """Open throughput_drop (or window_limited when the low ``runs`` are window-bound)."""
+        self.low_runs = []
         self.tput.frozen = (base, spread)
         level = median(r.bps for r in runs)
         drop = 1 - level / base
@@ -162,7 +199,7 @@ class LevelDetector(Detector):
             self.tput_kind = "window_limited"
             evidence.update(window)
             return self.open(
-                "window_limited", start=runs[0].t, at=obs.t, severity=severity, score=score,
+                "window_limited", start=runs[0].t, at=at, severity=severity, score=score,
                 summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s ≈ window {window['window_bytes'] / 1024:,.0f} KiB / "
                         f"RTT {window['rtt_ms']:.0f} ms, no retransmits: a TCP window limit "
                         f"({100 * drop:.0f} % below the {base / 1e6:,.0f} Mb/s baseline).",
@@ -170,7 +207,7 @@ class LevelDetector(Detector):
             )
         self.tput_kind = "throughput_drop"
         return self.open(
-            "throughput_drop", start=runs[0].t, at=obs.t, severity=severity, score=score,
+            "throughput_drop", start=runs[0].t, at=at, severity=severity, score=score,
             summary=f"Throughput dropped {100 * drop:.0f} % from {base / 1e6:,.0f} to {level / 1e6:,.0f} Mb/s.",
             evidence=evidence,
         )
