@@ -620,6 +620,17 @@ def test_large_reported_clock_error_is_clock_error_and_small_is_not():
 
 
 # ---------------------------------------------------------------- no_data
+def test_two_trace_tools_each_hourly_minutes_apart_are_two_cadences_not_one_of_minutes():
+    """traceroute on the hour and tracepath 5 minutes later: quiet; then tracepath stops and
+    no_data names it once three of its hours are missed."""
+    hours = [T0 + h * HOUR for h in range(72)]
+    both = [trace(t, A) for t in hours] + [trace(t + 300, A, tool="tracepath") for t in hours]
+    assert "no_data" not in kinds(detect(both))
+    stopped = [o for o in both if o.tool == "traceroute" or o.t < T0 + 48 * HOUR]
+    found = [a for a in detect(stopped) if a.kind == "no_data"]
+    assert len(found) == 1 and found[0].evidence["silent_types"] == ["tracepath"]
+
+
 def test_no_data_opens_when_a_path_falls_silent_and_closes_when_it_resumes():
     times = latency_times(3)
     gap = [t for t in times if not (T0 + DAY <= t < T0 + DAY + 6 * HOUR)]

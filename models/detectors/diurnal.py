@@ -12,7 +12,8 @@ chance, seldom into every day's). Saturation is a full queue: where the path has
 tests in and outside those hours, their queueing delay (median) or loss (mean) must rise in the
 busy hours too, significantly (one-sided Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a
 host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests, or
-whose runs show no trough (runs every 6 hours may never fall into the busy hours), are judged on
+whose runs are too few a day for every busy window to hold one (runs every 6 hours may never
+fall into the busy hours), are judged on
 queueing delay alone (of the samples' 95th percentile: a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
 rest). It closes once ``quiet_days`` whole days pass without the trough.
 """
@@ -223,9 +224,9 @@ class DiurnalDetector(Detector):
                 found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in)
                 if found is not None:
                     return found
-        # No throughput trough (or no runs): the latency tests' queueing, which runs far more often
-        # (runs every 6 hours may never fall into the busy hours)
-        if len(self.queue) >= 6 * p.min_in:
+        # No throughput runs, or too few a day for every busy window to hold one (every 6 hours they
+        # may never fall into the busy hours): the latency tests' queueing, which runs far more often
+        if len(self.queue) >= 6 * p.min_in and not self._runs_cover_the_day():
             # the 95th percentile: a queue that half the packets meet hardly moves the median
             tails = [(q[3] if len(q) > 3 else q[1]) + 0.1 for q in self.queue]   # (+0.1 ms keeps ratios finite)
             if not self._may_qualify(self.queue, list(tails), lower_is_worse=False,
@@ -235,6 +236,14 @@ class DiurnalDetector(Detector):
             x = np.array(tails)
             return self._judge(t, x, lower_is_worse=False, signal="queueing", min_in=p.min_in)
         return None
+
+    def _runs_cover_the_day(self) -> bool:
+        """Whether throughput runs come often enough that the narrowest busy window holds one a day."""
+        runs = self.runs
+        if len(runs) < 2:
+            return False
+        per_day = (len(runs) - 1) / max(runs[-1][0] - runs[0][0], 1.0) * DAY
+        return per_day >= 24 / min(WIDTHS)
 
     def _may_qualify(self, series: deque, x: list[float], *, lower_is_worse: bool, min_in: int) -> bool:
         """False when :meth:`_judge` is sure to find nothing: too short a span, or no window deep enough."""
@@ -259,11 +268,6 @@ class DiurnalDetector(Detector):
         x_in, x_out = x[inside], x[~inside]
         m_out = np.median(x_out)
         if not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
-            return None
-        from scipy.stats import mannwhitneyu
-
-        alternative = "less" if lower_is_worse else "greater"
-        if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
             return None
         needed = 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1)
 
@@ -291,6 +295,11 @@ class DiurnalDetector(Detector):
             return None
         if not self.is_open("diurnal_saturation") and any(day > trough_days[0] for day in normal_days):
             return None                         # to open, the trough must repeat on every day
+        from scipy.stats import mannwhitneyu
+
+        alternative = "less" if lower_is_worse else "greater"
+        if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
+            return None     # (last of the checks: the costliest)
         first_t = float(t[inside & (days == trough_days[0])][0])
         facts = {"signal": signal, "start_hour": int(start), "width_h": int(width), "depth": round(depth, 3),
                  "days": len(trough_days), "first_t": first_t,

@@ -225,11 +225,11 @@ class LevelDetector(Detector):
                                       rtt_ms=median(rtts) if rtts else None)
         rows = [run_cause.features(r, baseline) for r in runs]
         rules = [run_cause.rule_cause(row) for row in rows]
-        facts = {"rule_cause": max(set(rules), key=rules.count)}
+        facts = {"rule_cause": max(rules, key=rules.count)}    # (ties: the first, the same in every process)
         model = run_cause.shared_model() if self.p.cause_model else None
         if model is not None:
             causes = model.predict(rows)
-            cause = max(set(causes), key=causes.count)
+            cause = max(causes, key=causes.count)
             facts["likely_cause"] = {"cause": cause, "share_of_runs": round(causes.count(cause) / len(causes), 2),
                                      "model": f"run_cause v{model.meta.get('version')}"}
         return facts

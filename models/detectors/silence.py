@@ -1,6 +1,8 @@
 """no_data: a path whose measurements stop arriving beyond their own cadence.
 
-Each measurement type keeps its recent inter-arrival gaps; its cadence is their median. When
+Each series — throughput, one-way latency, ping, and traces per tool (a mesh running traceroute
+and tracepath each hourly, minutes apart, would otherwise seem to trace every few minutes) —
+keeps its recent inter-arrival gaps; its cadence is their median. When
 nothing of a type arrives for ``misses`` cadences (and at least ``min_slack_s`` past one
 cadence), an event-time deadline fires and the path opens ``no_data`` from the moment the next
 result was due. The next arrival of every overdue type closes it.
@@ -16,7 +18,17 @@ from pathwatch.models.base import Detector, Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 from pathwatch.models.window import SortedWindow
 
-_NAMES = {ThroughputObs: "throughput", LatencyObs: "latency", TraceObs: "trace"}
+_LEGACY_KEYS = ("trace",)   # series keyed before traces were kept per tool
+
+
+def series_of(obs) -> str:
+    """The scheduled test an observation comes from, whose cadence is learnt: ``throughput``,
+    ``latency`` (one-way), ``ping``, or the trace tool's name (``traceroute``, ``tracepath``, ...)."""
+    if type(obs) is TraceObs:
+        return obs.tool
+    if type(obs) is LatencyObs:
+        return "latency" if obs.one_way else "ping"
+    return "throughput"
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,12 @@ class SilenceDetector(Detector):
             self.__dict__.pop("_stale", None)
             self.dues = {}
             self._settle(self.cadences)
+        if any(key in self.cadences for key in _LEGACY_KEYS):   # traces are learnt per tool anew
+            for key in _LEGACY_KEYS:
+                self.cadences.pop(key, None)
+                self.dues.pop(key, None)
+                self.overdue.discard(key)
+            self._settle(self.cadences)
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
@@ -117,7 +135,7 @@ class SilenceDetector(Detector):
         )
 
     def observe(self, obs) -> list[Anomaly]:
-        kind = _NAMES[type(obs)]
+        kind = series_of(obs)
         t = obs.t
         cadence = self.cadences.get(kind)
         if cadence is None:
