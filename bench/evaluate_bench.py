@@ -20,7 +20,7 @@ from pathwatch.evaluation.scorecard import score_seed
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[11, 12, 13])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[5151, 6464, 7575, 8686])
     parser.add_argument("--hosts", type=int, default=7)
     parser.add_argument("--days", type=int, default=21)
     parser.add_argument("--cadence", action="append", default=[], metavar="NAME=SECONDS",
