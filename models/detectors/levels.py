@@ -8,8 +8,8 @@ delay shift that lasts ``delay_settle_s`` becomes the new normal (closed, re-bas
 return to the level it had before is then the old normal coming back, not a new shift.
 
 Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
-standard errors and ``level_drop_frac`` below the baseline: on a noisy path a 30 % drop leaves
-half its runs above the per-run threshold, but not their median.
+standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
+30 % drop leaves half its runs above the per-run threshold, but not their median.
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead; runs that
@@ -39,7 +39,7 @@ class LevelParams(Params):
     tput_tolerated: float = 0.25     # ... with at most this share of normal runs among them
     level_runs: int = 8              # or: the median of the last this many runs (over tput_span_s) ...
     level_z: float = 4.5             # ... this many standard errors below the baseline ...
-    level_drop_frac: float = 0.25    # ... and this fraction
+    level_share: float = 5 / 6       # ... and this share of tput_drop_frac (25 % at its default)
     delay_abs_ms: float = 1.0        # delay shifts smaller than this are ignored
     delay_rel: float = 0.05          # ... and smaller than this fraction of the baseline
     delay_runs: int = 3              # consecutive shifted samples ...
@@ -167,13 +167,13 @@ class LevelDetector(Detector):
 
     def _level_shift(self, base: float) -> list[ThroughputObs] | None:
         """The recent runs when their median sits ``level_z`` standard errors (of a median of that
-        many runs, from the baseline's MAD) and ``level_drop_frac`` below the baseline: a drop that
+        many runs, from the baseline's MAD) and ``level_share`` × ``tput_drop_frac`` below the baseline: a drop that
         noise spreads on both sides of the per-run threshold is still a level change."""
         p, recent = self.p, self.recent_runs
         if len(recent) < p.level_runs or recent[-1].t - recent[0].t < p.tput_span_s:
             return None
         level = median(r.bps for r in recent)
-        if level >= (1 - p.level_drop_frac) * base:
+        if level >= (1 - p.level_share * p.tput_drop_frac) * base:
             return None
         sigma = 1.4826 * mad(self.tput.base)
         standard_error = 1.2533 * sigma / len(recent) ** 0.5     # of the median of len(recent) normal values
