@@ -66,21 +66,34 @@ def masked_medians(sorted_x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (sorted_x[lo] + sorted_x[hi]) / 2
 
 
-def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int) -> tuple[int, int, float] | None:
-    """(start hour, width, depth) of the hour-of-day window where ``x`` is worst against the rest.
+def window_medians(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every window of ``WIDTHS`` hours starting on any hour: (values inside, median inside,
+    median outside). A median over no values is meaningless (:func:`busy_window` skips those).
 
-    Depth is 1 − in/out of the medians when lower is worse (throughput), in/out − 1 otherwise;
-    every window of ``WIDTHS`` hours starting on any hour is tried at once.
+    >>> n_in, m_in, m_out = window_medians(np.array([0.5, 1.5, 5.5, 9.5]) * 3600, np.array([1.0, 2.0, 8.0, 9.0]))
+    >>> int(n_in[0]), float(m_in[0]), float(m_out[0])
+    (2, 1.5, 8.5)
     """
     order = np.argsort(x, kind="stable")
     xs, hours = x[order], (t[order] % DAY) / 3600.0
     inside = ((hours[None, :] - _STARTS[:, None]) % 24) < _WIDTHS[:, None]
-    n_in = inside.sum(axis=1)
+    return inside.sum(axis=1), masked_medians(xs, inside), masked_medians(xs, ~inside)
+
+
+def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int,
+                medians: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[int, int, float] | None:
+    """(start hour, width, depth) of the hour-of-day window where ``x`` is worst against the rest.
+
+    Depth is 1 − in/out of the medians when lower is worse (throughput), in/out − 1 otherwise;
+    every window of ``WIDTHS`` hours starting on any hour holding at least ``min_in`` values (and
+    twice as many outside) is tried at once. ``medians`` is :func:`window_medians` of ``t`` and
+    ``x`` when the caller has it (it depends on neither ``min_in`` nor ``lower_is_worse``).
+    """
+    n_in, m_in, m_out = medians if medians is not None else window_medians(t, x)
     usable = (n_in >= min_in) & (len(x) - n_in >= 2 * min_in)
     if not usable.any():
         return None
-    inside = inside[usable]
-    m_in, m_out = masked_medians(xs, inside), masked_medians(xs, ~inside)
+    m_in, m_out = m_in[usable], m_out[usable]
     valid = m_out > 0
     if not valid.any():
         return None
@@ -219,9 +232,10 @@ class DiurnalDetector(Detector):
                 and self._may_qualify(self.runs, [r[1] for r in self.runs], lower_is_worse=True, min_in=fewest)):
             t = np.array([r[0] for r in self.runs])
             x = np.array([r[1] for r in self.runs])
+            medians = window_medians(t, x)      # (shared by both searches)
             # the deepest window of min_in runs first; the deepest of fewer when that shows no trough
             for min_in in dict.fromkeys((p.min_in, p.sparse_min_in)):
-                found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in)
+                found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in, medians=medians)
                 if found is not None:
                     return found
         # No throughput runs, or too few a day for every busy window to hold one (every 6 hours they
@@ -254,11 +268,12 @@ class DiurnalDetector(Detector):
         needed = p.depth if lower_is_worse else p.queue_factor - 1
         return depth_bound(x, lower_is_worse, min_in) >= needed
 
-    def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int) -> dict | None:
+    def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int,
+               medians: tuple | None = None) -> dict | None:
         p = self.p
         if t[-1] - t[0] < (p.min_days - 0.5) * DAY:
             return None
-        found = busy_window(t, x, lower_is_worse, min_in)
+        found = busy_window(t, x, lower_is_worse, min_in, medians)
         if found is None:
             return None
         start, width, depth = found

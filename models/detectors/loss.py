@@ -194,6 +194,15 @@ def _beside_degraded(runs: list[tuple[float, bool, float, int]]) -> list[float]:
     return [runs[j][2] for j in sorted(beside)]
 
 
+def _reference_sums(bins: list[tuple[int, int, int]]) -> list[int]:
+    """[lost, sent, lost in the hours losing at least 5] summed over ``bins``.
+
+    >>> _reference_sums([(0, 1, 100), (1, 7, 100)])
+    [8, 200, 7]
+    """
+    return [sum(map(_LOST, bins)), sum(map(_SENT, bins)), sum(lost for _, lost, _ in bins if lost >= 5)]
+
+
 class LossDetector(Detector):
     name = "loss"
     kinds = ("rising_loss", "loss_step")
@@ -203,6 +212,9 @@ class LossDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.bins: deque[tuple[int, int, int]] = deque(maxlen=self.p.history_hours)
+        # [lost, sent, lost in hours losing at least 5] summed over the bins older than the
+        # recent_hours (the reference), kept as bins arrive and leave: integers, so exact
+        self.reference_sums: list[int] = [0, 0, 0]
         self.current: list[int] | None = None   # [hour, lost, sent]
         # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
         self.spread: deque[tuple[int, int, int, int]] = deque(maxlen=self.p.history_hours)
@@ -219,6 +231,8 @@ class LossDetector(Detector):
         self.__dict__.update(state)
         if "spread" not in state:          # pickled before samples' spread was kept
             self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
+        if "reference_sums" not in state:  # pickled before the reference's sums were kept
+            self.reference_sums = _reference_sums(list(self.bins)[: max(0, len(self.bins) - self.p.recent_hours)])
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -235,7 +249,7 @@ class LossDetector(Detector):
         hour = int(obs.t // 3600)
         out: list[Anomaly] = []
         if self.current is not None and hour != self.current[0]:
-            self.bins.append(tuple(self.current))
+            self._add_bin(tuple(self.current))
             if self.current_spread is not None:
                 self.spread.append(tuple(self.current_spread))
             out = self._judge(obs.t)
@@ -252,6 +266,24 @@ class LossDetector(Detector):
             self.current_spread[3] += obs.sent
         return out
 
+    def _add_bin(self, hour_bin: tuple[int, int, int]) -> None:
+        """Append a completed hour to ``bins``, moving the reference's sums with the bins that leave
+        the history and the one that passes from the recent hours into the reference."""
+        bins, sums, recent_hours = self.bins, self.reference_sums, self.p.recent_hours
+        if len(bins) == bins.maxlen and len(bins) > recent_hours:
+            _, lost, sent = bins[0]
+            sums[0] -= lost
+            sums[1] -= sent
+            if lost >= 5:
+                sums[2] -= lost
+        bins.append(hour_bin)
+        if len(bins) > recent_hours:
+            _, lost, sent = bins[-recent_hours - 1]
+            sums[0] += lost
+            sums[1] += sent
+            if lost >= 5:
+                sums[2] += lost
+
     def _judge(self, now: float) -> list[Anomaly]:
         p = self.p
         bins = list(self.bins)
@@ -263,11 +295,11 @@ class LossDetector(Detector):
             if len(bins) < p.min_reference + 6:
                 return []
             reference, recent = bins[: p.min_reference], bins[p.min_reference:]
-        ref_lost = sum(map(_LOST, reference))
-        ref_sent = sum(map(_SENT, reference))
+            ref_lost, ref_sent, maybe_bursts = _reference_sums(reference)
+        else:
+            ref_lost, ref_sent, maybe_bursts = self.reference_sums
         # Bursts (hours losing at least 5) taken out of the reference leave at least this rate: a
         # lower bound of p0, so a tail rate below the bar it sets is below the real bar too.
-        maybe_bursts = sum(lost for _, lost, _ in reference if lost >= 5)
         p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
         highest = _highest_tail_rate(recent)
         if highest < max(p.min_rate, 3 * p0_low) * (1 - 1e-9):
