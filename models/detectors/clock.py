@@ -118,9 +118,10 @@ class ClockDetector(Detector):
             return None
         values = self.floor_values
         hours = (floor[-1][0] - floor[0][0]) / 3600.0
-        if max(values) - min(values) < self.p.drift_ms_per_h * hours * 0.5:
+        moved = max(values) - min(values)
+        if moved < self.p.drift_ms_per_h * hours * 0.5:
             return None                      # the floor moved too little to be drifting
-        if _largest_jump(values) > self.p.drift_jump_share * (max(values) - min(values)):
+        if _largest_jump(values) > self.p.drift_jump_share * moved:
             return None                      # it stepped (a correction, a reroute): not a drift
         hours_at = [p[0] / 3600.0 for p in floor]
         if not _may_drift(hours_at, list(values), self.p.drift_ms_per_h, self.p.drift_tau):

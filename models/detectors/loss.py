@@ -110,6 +110,18 @@ def _highest_tail_rate(bins: list[tuple[int, int, int]]) -> float:
         return math.inf
 
 
+def _rates(lost: list[int], sent: list[int]) -> list[float]:
+    """Each hour's loss rate (0 where it sent nothing).
+
+    >>> _rates([1, 0, 3], [4, 0, 6])
+    [0.25, 0.0, 0.5]
+    """
+    try:
+        return list(map(truediv, lost, sent))
+    except ZeroDivisionError:
+        return [lo / se if se else 0.0 for lo, se in zip(lost, sent)]
+
+
 def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float) -> list[tuple[int, int, int]]:
     """The bins with each burst's loss replaced by what its neighbours' rate predicts.
 
@@ -125,12 +137,12 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
     [0, 20, 20, 0]
     """
-    lost = [b[1] for b in bins]
+    lost = list(map(_LOST, bins))
     screened = [i for i, lo in enumerate(lost) if lo >= 5]     # fewer lost packets are never a burst
     if not screened or len(bins) < 2:
         return bins
-    sent = [b[2] for b in bins]
-    rates = [lo / se if se else 0.0 for lo, se in zip(lost, sent)]
+    sent = list(map(_SENT, bins))
+    rates = _rates(lost, sent)
     typical = max(median(rates), floor)
     out = None
     for i in screened:

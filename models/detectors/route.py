@@ -23,12 +23,12 @@ not hours before (a latency shift of its own, or a route change already settled)
 
 A new router that never answers leaves no new address: the trace keeps every answering hop of
 the route in use and is silent at a TTL where that route answers. Dropped answers look the same,
-so such a trace is a candidate only when a fresh delay step comes with it — and not one back to
-the delay the path had when it took that route (a latency shift ending) — (silent on an older
-known route, it is the path going back to that route, delay step and all); the silent TTL is
-then part of the new route (``"*"`` in its hops and the evidence), so later traces silent there
-are on the new route and a trace answering there is back on the old one. An open change closes
-when the old route returns, or when the new one has settled in for ``settle_s``.
+so such a trace is a candidate only when a fresh delay step comes with it, and not a step back
+to the delay the path had when it took that route (a latency shift ending). A trace silent on
+an older known route is the path going back to that route, delay step and all. The silent TTL
+of a candidate is then part of the new route (``"*"`` in its hops and the evidence), so later
+traces silent there are on the new route and a trace answering there is back on the old one. An
+open change closes when the old route returns, or when the new one has settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
@@ -91,7 +91,7 @@ def route_gaps(known: tuple, known_reached: bool, trace: tuple, trace_reached: b
     if known_reached and trace_reached and len(known) != len(trace):
         return None
     if known == trace:            # the usual case: nothing can disagree, is any hop answering?
-        return 0 if any(x is not None for x in known) else None
+        return 0 if known.count(None) != len(known) else None
     common = gaps = 0
     for x, y in zip(known, trace):
         if x is None:
@@ -251,7 +251,7 @@ class RouteDetector(Detector):
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(delay)
-            pending = next((tool for tool in self.tools.values() if tool.candidate is not None), None)
+            pending = self._pending_tool()
             step = self._owd_step(self.quiet_before) if pending is not None else None
             if step is not None:
                 # The delay step arrived after the candidate trace: it confirms the change now,
@@ -263,6 +263,13 @@ class RouteDetector(Detector):
         if self.failures or "unreachable" in self.episodes:
             return self._success(obs.t, "latency packets returned")
         return []
+
+    def _pending_tool(self) -> _ToolRoutes | None:
+        """The first tool with a pending candidate route, if any."""
+        for tool in self.tools.values():
+            if tool.candidate is not None:
+                return tool
+        return None
 
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         if obs.ok and obs.bps and (self.failures or "unreachable" in self.episodes):
@@ -330,9 +337,13 @@ class RouteDetector(Detector):
 
     def _forget(self, tool: _ToolRoutes, now: float) -> None:
         forget_s, most = self.p.forget_s, self.p.remember_max_s
-        if not all(now - v.last <= forget_s for v in tool.known):
-            # a route in use for longer than forget_s is remembered as long as it was in use
-            tool.known = [v for v in tool.known if now - v.last <= max(forget_s, min(v.last - v.first, most))]
+        for v in tool.known:
+            if not now - v.last <= forget_s:
+                break
+        else:
+            return                  # every known route seen within forget_s: nothing to forget
+        # a route in use for longer than forget_s is remembered as long as it was in use
+        tool.known = [v for v in tool.known if now - v.last <= max(forget_s, min(v.last - v.first, most))]
 
     def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None,
                rtt_before: float | None = None) -> list[Anomaly]:
