@@ -1,17 +1,19 @@
 """The detectors' incremental and shared computations give exactly what they replace.
 
-Running sums kept as bins arrive and leave are compared with sums taken afresh; a computation
-shared between two searches with what each search computed alone; on random inputs.
+Running sums kept as bins arrive and leave are compared with sums taken afresh, a computation
+shared between two searches with what each search computed alone, the busy windows' medians with
+numpy's, and depth_bound's vectorised path with its loop; on random inputs.
 """
 
 from __future__ import annotations
 
+import math
 import pickle
 import random
 
 import numpy as np
 
-from pathwatch.models.detectors.diurnal import busy_window, window_medians
+from pathwatch.models.detectors.diurnal import busy_window, depth_bound, window_medians
 from pathwatch.models.detectors.loss import LossDetector, _reference_sums
 
 
@@ -56,3 +58,53 @@ def test_busy_window_on_shared_medians_equals_busy_window_alone():
         for lower_is_worse in (True, False):
             for min_in in (3, 4):
                 assert busy_window(t, x, lower_is_worse, min_in, medians) == busy_window(t, x, lower_is_worse, min_in)
+
+
+def _depth_bound_loop(sorted_x, lower_is_worse, min_in):
+    """depth_bound's loop alone (what the vectorised path stands in for on long inputs)."""
+    best = -math.inf
+    size = len(sorted_x)
+    for n_in in range(min_in, size - 2 * min_in + 1):
+        n_out = size - n_in
+        if lower_is_worse:
+            m_in = (sorted_x[(n_in + 1) // 2 - 1] + sorted_x[n_in // 2]) / 2
+            m_out = (sorted_x[n_in + (n_out + 1) // 2 - 1] + sorted_x[n_in + n_out // 2]) / 2
+            depth = 1 - m_in / m_out
+        else:
+            m_in = (sorted_x[n_out + (n_in + 1) // 2 - 1] + sorted_x[n_out + n_in // 2]) / 2
+            m_out = (sorted_x[(n_out + 1) // 2 - 1] + sorted_x[n_out // 2]) / 2
+            depth = m_in / m_out - 1
+        if depth > best:
+            best = depth
+    return best
+
+
+def test_depth_bound_on_long_inputs_equals_its_loop():
+    rng = random.Random(3)
+    for _ in range(400):
+        n = rng.randint(100, 400)
+        awkward = rng.random() < 0.3
+        values = sorted(rng.choice((rng.uniform(0.1, 10.0), float(rng.randint(1, 4)), math.inf, 1e308, 5e-324))
+                        if awkward else rng.uniform(0.1, 10.0) for _ in range(n))
+        for lower_is_worse in (True, False):
+            for min_in in (3, 4, 60):
+                assert depth_bound(values, lower_is_worse, min_in) == _depth_bound_loop(values, lower_is_worse, min_in)
+
+
+def test_window_medians_are_the_medians_inside_and_outside_each_window():
+    from pathwatch.models.detectors.diurnal import _STARTS, _WIDTHS, DAY
+
+    rng = np.random.default_rng(12)
+    for _ in range(100):
+        n = int(rng.integers(1, 150))
+        t = np.sort(rng.uniform(0, 4 * 86400.0, n))
+        x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(1, 4, n).astype(float)))
+        n_in, m_in, m_out = window_medians(t, x)
+        hours = (t % DAY) / 3600.0
+        for row, (start, width) in enumerate(zip(_STARTS, _WIDTHS)):
+            inside = ((hours - start) % 24) < width
+            assert n_in[row] == inside.sum()
+            if inside.any():
+                assert m_in[row] == np.median(x[inside])
+            if not inside.all():
+                assert m_out[row] == np.median(x[~inside])
