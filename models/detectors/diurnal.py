@@ -5,17 +5,21 @@ window (``widths`` hours wide, any start) whose runs sit lowest against the rest
 is saturation when that trough is deep (``depth`` below the rest), significant (one-sided
 Mann–Whitney), and there on at least ``min_days`` separate days — a mild daily swing, one bad
 afternoon or a level drop do not qualify. A day shows the trough when its busy-hour runs are low
-(at least half of them, not their average) *and the runs after the busy hours are back up* (a level drop, a window limit setting in, stays
-down), and the trough repeats: every day since the first that has runs in the busy hours shows
-it (a few runs that collapse at random — a bad LAG member — fall into some day's busy hours by
-chance, seldom into every day's). Saturation is a full queue: where the path has latency
-tests in and outside those hours, their queueing delay (median) or loss (mean) must rise in the
-busy hours too, significantly (one-sided Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a
-host busy at those hours, leave the queue alone; both are reported as corroboration. Paths without throughput tests, or
-whose runs are too few a day for every busy window to hold one (runs every 6 hours may never
-fall into the busy hours), are judged on
-queueing delay alone (of the samples' 95th percentile: a busy-hour rise of ``queue_rise_ms`` and ``queue_factor`` times the
-rest). It closes once ``quiet_days`` whole days pass without the trough.
+(at least half of them, not their average) *and the runs after the busy hours are back up* (a
+level drop, a window limit setting in, stays down), and the trough repeats: every day since the
+first that has runs in the busy hours shows it (a few runs that collapse at random — a bad LAG
+member — fall into some day's busy hours by chance, seldom into every day's). A window that
+holds only one run a day (``sparse_min_in``) is searched when none of ``min_in`` runs shows a
+trough, and counts only with latency tests that agree.
+
+Saturation is a full queue: where the path has latency tests in and outside those hours, their
+queueing delay (median) or loss (mean) must rise in the busy hours too, significantly (one-sided
+Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a host busy at
+those hours, leave the queue alone; both are reported as corroboration. Paths without throughput
+tests, or whose runs are too few a day for every busy window to hold one (runs every 6 hours may
+never fall into the busy hours), are judged on the latency tests' queueing alone: the samples'
+95th percentile above the minimum delay, a busy-hour rise of ``queue_rise_ms`` and
+``queue_factor`` times the rest. It closes once ``quiet_days`` whole days pass without the trough.
 """
 
 from __future__ import annotations
