@@ -13,7 +13,7 @@ import random
 
 import numpy as np
 
-from pathwatch.models.detectors.diurnal import busy_window, depth_bound, window_medians
+from pathwatch.models.detectors.diurnal import _depth_bound_loop, busy_window, depth_bound, window_medians
 from pathwatch.models.detectors.loss import LossDetector, _reference_sums
 
 
@@ -58,25 +58,6 @@ def test_busy_window_on_shared_medians_equals_busy_window_alone():
         for lower_is_worse in (True, False):
             for min_in in (3, 4):
                 assert busy_window(t, x, lower_is_worse, min_in, medians) == busy_window(t, x, lower_is_worse, min_in)
-
-
-def _depth_bound_loop(sorted_x, lower_is_worse, min_in):
-    """depth_bound's loop alone (what the vectorised path stands in for on long inputs)."""
-    best = -math.inf
-    size = len(sorted_x)
-    for n_in in range(min_in, size - 2 * min_in + 1):
-        n_out = size - n_in
-        if lower_is_worse:
-            m_in = (sorted_x[(n_in + 1) // 2 - 1] + sorted_x[n_in // 2]) / 2
-            m_out = (sorted_x[n_in + (n_out + 1) // 2 - 1] + sorted_x[n_in + n_out // 2]) / 2
-            depth = 1 - m_in / m_out
-        else:
-            m_in = (sorted_x[n_out + (n_in + 1) // 2 - 1] + sorted_x[n_out + n_in // 2]) / 2
-            m_out = (sorted_x[(n_out + 1) // 2 - 1] + sorted_x[n_out // 2]) / 2
-            depth = m_in / m_out - 1
-        if depth > best:
-            best = depth
-    return best
 
 
 def test_depth_bound_on_long_inputs_equals_its_loop():

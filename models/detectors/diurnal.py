@@ -151,6 +151,12 @@ def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> flo
         return math.inf
     if size >= _VECTOR_FROM and all(type(v) is float for v in sorted_x):
         return _depth_bound_vectorised(sorted_x, lower_is_worse, min_in)
+    return _depth_bound_loop(sorted_x, lower_is_worse, min_in)
+
+
+def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
+    """:func:`depth_bound`'s search, one window size at a time (cheaper on few values)."""
+    size = len(sorted_x)
     best = -math.inf
     for n_in in range(min_in, size - 2 * min_in + 1):
         n_out = size - n_in
