@@ -10,15 +10,17 @@ constant rate after some hour) and a ramp (a rate growing linearly from the refe
 hour). Loss confined to the same hours of every day (none significant outside the busiest
 ``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither.
 The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
-least ``step_hours``) or ``rising_loss``; until then the detector waits. Both close when loss
-falls back for ``recover_hours``.
+least ``step_hours``) or ``rising_loss``; until then the detector waits. A step's loss must be
+spread over its samples: when far more of the big samples (``spread_min_packets``) lost nothing
+than a steady rate leaves lossless, a few bursts carried it. Both close when loss falls back for
+``recover_hours``.
 
 The LAG-member signature is read from throughput runs: about one in k runs (the flows hashed onto
 the failing member) retransmit heavily at a lower rate while the others stay clean, at any hour
 of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac`` of recent runs,
 spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
-in a row is a level change that came and went, not 1 in k), ``rising_loss`` opens with ``k``
-estimated as 1 / fraction.
+in a row is a level change that came and went, not 1 in k; and the runs right beside them at
+the clean rate: slow too, it is a drop), ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
 """
 
 from __future__ import annotations
