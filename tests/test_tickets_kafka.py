@@ -42,16 +42,23 @@ def test_stack():
     yield stack.status(stack_config.resolve(home=home, environ={}))
 
 
-def test_the_service_consumes_restarts_survives_rt_down_and_commits_after_each_ticket(test_stack, ticket_stack):
-    from confluent_kafka import Consumer, Producer, TopicPartition
+def _fresh_topics(bootstrap: str, run: str, *, partitions: int) -> dict[str, str]:
+    """An anomalies and a dead-letters topic of this run, created with ``partitions`` each."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    run = uuid.uuid4().hex[:8]
     topics = {"anomalies": f"test-{run}.anomalies", "deadletters": f"test-{run}.deadletters"}
-    bootstrap = test_stack.kafka_bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, 1, 1) for name in topics.values()]).values():
+    for future in admin.create_topics([NewTopic(name, partitions, 1) for name in topics.values()]).values():
         future.result(30)
+    return topics
+
+
+def test_the_service_consumes_restarts_survives_rt_down_and_commits_after_each_ticket(test_stack, ticket_stack):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    run = uuid.uuid4().hex[:8]
+    bootstrap = test_stack.kafka_bootstrap
+    topics = _fresh_topics(bootstrap, run, partitions=1)
     steps = scenario(f"kafka{run}")
     bad = json.dumps({**steps[0].anomaly, "id": f"bad-{run}", "severity": "catastrophic"}).encode()
     messages = [json.dumps(s.anomaly).encode() for s in steps[:5]] + [bad] + [json.dumps(s.anomaly).encode() for s in steps[5:]]
@@ -155,16 +162,12 @@ def test_replay_applies_history_in_event_time_order_across_partitions(test_stack
     """Partitions interleaved badly: every close before every open, as a replay of weeks can
     deliver them; replay() still makes exactly the scenario's tickets, and commits."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
 
     from pathwatch.tickets.service import replay
 
     run = uuid.uuid4().hex[:8]
-    topics = {"anomalies": f"test-{run}.anomalies", "deadletters": f"test-{run}.deadletters"}
     bootstrap = test_stack.kafka_bootstrap
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, 3, 1) for name in topics.values()]).values():
-        future.result(30)
+    topics = _fresh_topics(bootstrap, run, partitions=3)
     steps = scenario(f"replay{run}")
     # Partition 0 gets the closing states, 1 and 2 the others; 0 is written first.
     closing = [s for s in steps if s.anomaly["end"] is not None]
