@@ -167,8 +167,9 @@ class LevelDetector(Detector):
 
     def _level_shift(self, base: float) -> list[ThroughputObs] | None:
         """The recent runs when their median sits ``level_z`` standard errors (of a median of that
-        many runs, from the baseline's MAD) and ``level_share`` × ``tput_drop_frac`` below the baseline: a drop that
-        noise spreads on both sides of the per-run threshold is still a level change."""
+        many runs, from the baseline's MAD) and ``level_share`` × ``tput_drop_frac`` below the
+        baseline: a drop that noise spreads on both sides of the per-run threshold is still a
+        level change."""
         p, recent = self.p, self.recent_runs
         if len(recent) < p.level_runs or recent[-1].t - recent[0].t < p.tput_span_s:
             return None
