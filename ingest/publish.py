@@ -130,6 +130,10 @@ class RawPublisher:
         self.sent += 1
         self.producer.poll(0)
 
+    def cluster_id(self, timeout: float = 10) -> str:
+        """The id of the Kafka cluster this publisher talks to (a wiped broker gets a new one)."""
+        return self.producer.list_topics(timeout=timeout).cluster_id
+
     def send_envelope(self, envelope: dict) -> None:
         """Serialise and queue one envelope dict (what collectors call)."""
         self.send(orjson.dumps(envelope), path_key(envelope))

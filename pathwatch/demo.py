@@ -9,6 +9,7 @@ every job has caught up, then prints what was found beside what was injected and
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass
@@ -50,8 +51,12 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     err.rule("3/5 pipeline jobs")
     pipeline.start(settings, report=lambda line: err.print(f"  {line}", markup=False))
     err.rule("4/5 simulated mesh → raw topic")
-    folder = demo_folder(Path(settings.home) / "demo", options)
-    _simulate_and_publish(folder, options, settings, err)
+    from pathwatch.ingest.publish import RawPublisher
+
+    publisher = RawPublisher(settings.bootstrap, settings.topics["raw"])
+    cluster = publisher.cluster_id()
+    folder = demo_folder(Path(settings.home) / "demo", options, cluster)
+    _simulate_and_publish(folder, options, publisher, cluster, err)
     from pathwatch.db.hosts import read_hosts, upsert_hosts
 
     upsert_hosts(settings.database_url, read_hosts(folder / "mesh.json"))
@@ -76,37 +81,55 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     return 0
 
 
-def demo_folder(parent: Path, options: DemoOptions, now: datetime | None = None) -> Path:
-    """The folder of this demo's mesh: the one an earlier run made, else a new one ending now.
-
-    The simulated period ends at midnight (UTC) today, so that the dashboards' "last month" shows it.
+def demo_folder(parent: Path, options: DemoOptions, cluster: str, now: datetime | None = None) -> Path:
+    """The folder of this demo's mesh: the one already published to Kafka cluster ``cluster``,
+    else one whose period ends at midnight (UTC) today, so that the dashboards' "last month"
+    shows it. A folder published to another cluster (the stack was wiped since) is not reused.
 
     >>> import tempfile
     >>> parent = Path(tempfile.mkdtemp())
-    >>> demo_folder(parent, DemoOptions(days=21), datetime(2026, 11, 22, 9, 30, tzinfo=timezone.utc)).name
+    >>> demo_folder(parent, DemoOptions(days=21), "c1", datetime(2026, 11, 22, 9, 30, tzinfo=timezone.utc)).name
     'seed-2026-7h-21d-from-2026-11-01'
     >>> (parent / "seed-2026-7h-21d-from-2026-10-01").mkdir()
-    >>> demo_folder(parent, DemoOptions(days=21)).name
+    >>> mark_published(parent / "seed-2026-7h-21d-from-2026-10-01", 5, "c1")
+    >>> demo_folder(parent, DemoOptions(days=21), "c1").name
     'seed-2026-7h-21d-from-2026-10-01'
+    >>> demo_folder(parent, DemoOptions(days=21), "c2", datetime(2026, 11, 22, tzinfo=timezone.utc)).name
+    'seed-2026-7h-21d-from-2026-11-01'
     """
     prefix = f"seed-{options.seed}-{options.hosts}h-{options.days}d-from-"
     earlier = sorted(parent.glob(prefix + "*")) if parent.exists() else []
-    if earlier:
-        return earlier[-1]
+    for folder in reversed(earlier):
+        if published_to(folder) == cluster:
+            return folder
     today = (now or datetime.now(timezone.utc)).replace(hour=0, minute=0, second=0, microsecond=0)
     return parent / f"{prefix}{(today - timedelta(days=options.days)):%Y-%m-%d}"
 
 
-def _simulate_and_publish(folder: Path, options: DemoOptions, settings, err: Console) -> None:
+def mark_published(folder: Path, sent: int, cluster: str) -> None:
+    """Record that ``sent`` envelopes of ``folder`` went to the Kafka cluster ``cluster``."""
+    (folder / "published").write_text(json.dumps({"sent": sent, "kafka_cluster": cluster}) + "\n")
+
+
+def published_to(folder: Path) -> str | None:
+    """The Kafka cluster ``folder``'s mesh was published to, or None (never, or a marker from an
+    older demo that did not say)."""
+    try:
+        return json.loads((folder / "published").read_text()).get("kafka_cluster")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+
+
+def _simulate_and_publish(folder: Path, options: DemoOptions, publisher, cluster: str, err: Console) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from pathwatch.ingest.publish import RateLimit, RawPublisher, messages_of, publish_messages
+    from pathwatch.ingest.publish import RateLimit, messages_of, publish_messages
     from pathwatch.ingest.reader import read_items
     from pathwatch.sim.command import run_simulate
 
-    marker = folder / "published"
-    if marker.exists():
-        err.print(f"  already published ({marker}); showing the results again", markup=False)
+    if published_to(folder) == cluster:
+        err.print(f"  already published ({folder / 'published'}); showing the results again", markup=False)
+        publisher.close()
         return
     if not (folder / "raw.jsonl").exists():
         start = folder.name.rsplit("-from-", 1)[1] + "T00:00:00Z"
@@ -114,14 +137,14 @@ def _simulate_and_publish(folder: Path, options: DemoOptions, settings, err: Con
         if code != 0:
             raise RuntimeError(f"simulation into {folder} failed (exit {code})")
     items = list(read_items((folder / "raw.jsonl").read_bytes()))
-    with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher, Progress(
-            "  publishing", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err,
-            transient=True) as progress:
+    with Progress("  publishing", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err,
+                  transient=True) as progress:
         task = progress.add_task("publish", total=len(items))
         sent = publish_messages(publisher, messages_of(items, None), RateLimit(options.rate),
                                 lambda n: progress.advance(task, n))
-    marker.write_text(f"{sent}\n")
-    err.print(f"  published {sent:,} raw envelopes to {settings.topics['raw']}", markup=False)
+        publisher.close()
+    mark_published(folder, sent, cluster)
+    err.print(f"  published {sent:,} raw envelopes to {publisher.topic}", markup=False)
 
 
 def _wait_caught_up(settings, timeout_s: float, err: Console) -> None:
