@@ -185,3 +185,26 @@ def test_job_file_is_json_with_the_process_start_time(tmp_path):
 def test_job_names_are_checked(tmp_path):
     with pytest.raises(ValueError, match="job name"):
         jobs.register("../escape", home=tmp_path)
+
+
+def test_wipe_removes_ticket_data_even_when_tickets_are_off_now(tmp_path):
+    """A stack once started --with-tickets and wiped without it must not keep old RT tickets."""
+    from pathwatch.stack import manage
+    from pathwatch.stack.alertmanager import Alertmanager
+    from pathwatch.stack.rt import RequestTracker
+
+    settings = config.resolve(home=tmp_path, environ={})
+    assert not settings.tickets_enabled
+    leftovers = [*RequestTracker(settings).data_paths(), *Alertmanager(settings).data_paths()]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("old")
+    manage.down(settings, wipe=True)
+    assert [path for path in leftovers if path.exists()] == []
+
+
+def test_wipe_leaves_an_external_rt_alone(tmp_path):
+    from pathwatch.stack.rt import RequestTracker
+
+    settings = config.resolve(home=tmp_path, environ={"PATHWATCH_RT_URL": "http://rt.example:8080"})
+    assert RequestTracker(settings).data_paths() == []

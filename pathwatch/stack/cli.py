@@ -91,7 +91,7 @@ def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = Fals
 
 @app.command()
 def down(home: Home = None, config_file: ConfigFile = None,
-         wipe: Annotated[bool, typer.Option("--wipe", help="Also delete the data (Kafka logs, database, Superset metadata); installs are kept.")] = False) -> None:
+         wipe: Annotated[bool, typer.Option("--wipe", help="Also delete the data (Kafka logs, database, Superset metadata, RT tickets, Alertmanager state); installs are kept.")] = False) -> None:
     """Stop exactly the processes `stack up` started (by their pid files); keep the data unless --wipe."""
     from pathwatch.stack import jobs, manage
     from pathwatch.stack.component import StackError

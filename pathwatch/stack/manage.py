@@ -174,7 +174,8 @@ def _message(name: str, error: Exception) -> str:
 
 def down(config: StackConfig | None = None, wipe: bool = False,
          names: tuple[str, ...] | None = None) -> dict[str, procs.ProcessRecord | None]:
-    """Stop the processes the stack started (services in reverse order); ``wipe`` also removes data.
+    """Stop the processes the stack started (services in reverse order); ``wipe`` also removes the
+    data of every component (of the named ones only, with ``names``), installs kept.
 
     Returns each component's stopped process (None where nothing ran).
     """
@@ -183,8 +184,9 @@ def down(config: StackConfig | None = None, wipe: bool = False,
     with _exclusive(config):
         for part in reversed(components(config, names)):
             stopped[part.name] = part.stop()
-        if wipe:
-            for part in components(config, names):
+        if wipe:  # every component's data, also RT's when tickets are off now but were on before
+            kinds = [kind(config) for kind in COMPONENTS + TICKET_COMPONENTS] if names is None else components(config, names)
+            for part in kinds:
                 for path in part.data_paths():
                     _remove(path)
     return stopped

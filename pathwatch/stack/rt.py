@@ -124,7 +124,7 @@ class RequestTracker(Component):
         return response.status_code == 200
 
     def data_paths(self) -> list[Path]:
-        return [self.database.parent, self.token_file]
+        return [] if self.external else [self.database.parent, self.token_file]
 
     def status(self) -> ComponentStatus:
         info = {"url": self.url, "queue": self.config.rt_queue, "token_file": str(self.token_file)}
