@@ -367,7 +367,8 @@ def test_a_consequence_on_the_same_path_joins_the_cause_and_is_found_again_after
     assert first.handle(route.to_dict()).action == "create"
     joined = first.handle(shift.to_dict())
     assert (joined.action, joined.detail, joined.key) == ("comment", "related", f"route_change|hop:{HOP}")
-    assert backend.store["1"]["texts"][-1].startswith("Related on ps1.x.example → ps1.y.example: latency shift")
+    assert backend.store["1"]["texts"][-1].startswith(
+        "Related on ps1.x.example → ps1.y.example: latency shift, a known consequence of this route change.")
     assert first.handle(elsewhere.to_dict()).action == "create"   # another path: its own ticket
     restarted = reconcile.Reconciler(backend)
     assert restarted.handle(route.closed(T0 + HOUR).to_dict()).action == "comment"   # the shift is still open
@@ -406,3 +407,4 @@ def test_a_cause_seen_after_its_consequence_joins_the_consequence_ticket():
     assert reconciler.handle(drop.to_dict()).action == "create"
     joined = reconciler.handle(step.to_dict())
     assert (joined.action, joined.detail) == ("comment", "related") and len(backend.store) == 1
+    assert backend.store["1"]["texts"][-1].startswith("Related on a → b: loss step, a likely cause of this throughput drop.")

@@ -171,10 +171,23 @@ def grown_comment(anomaly: Mapping[str, Any], paths: int, new_path: bool, supers
                       *([f"Path explorer: {link}"] if link else []), f"Anomaly: {anomaly['id']}"])
 
 
-def related_comment(anomaly: Mapping[str, Any], superset_url: str | None = None) -> str:
-    """Another kind of anomaly on an affected path, a known consequence of this problem."""
+def related_comment(anomaly: Mapping[str, Any], problem_kind: str, superset_url: str | None = None) -> str:
+    """Another kind of anomaly on an affected path of a ``problem_kind`` problem: a likely cause of
+    it or a known consequence (the evaluation's table), said which.
+
+    >>> lag = {"kind": "rising_loss", "source": "a", "destination": "b", "summary": "About 1 in 2 runs degraded.",
+    ...        "start": "2026-01-01T00:00:00Z", "severity": "warning", "score": 1.0, "id": "x"}
+    >>> related_comment(lag, "throughput_drop").splitlines()[0]
+    'Related on a → b: rising loss, a likely cause of this throughput drop.'
+    >>> related_comment({**lag, "kind": "latency_shift"}, "route_change").splitlines()[0]
+    'Related on a → b: latency shift, a known consequence of this route change.'
+    """
+    from pathwatch.evaluation.matching import CONSEQUENCES
+
+    kind, problem = anomaly["kind"], problem_kind.replace("_", " ")
+    role = "a likely cause" if problem_kind in CONSEQUENCES.get(kind, ()) else "a known consequence"
     link = path_explorer_url(superset_url, anomaly.get("source"), anomaly.get("destination"))
-    return "\n".join([f"Related on {_arrow(anomaly)}: {anomaly['kind'].replace('_', ' ')}, a known consequence of this problem.",
+    return "\n".join([f"Related on {_arrow(anomaly)}: {kind.replace('_', ' ')}, {role} of this {problem}.",
                       f"What: {anomaly['summary']}", f"Since: {anomaly['start']}",
                       f"Severity: {anomaly['severity']} (score {anomaly['score']})",
                       *([f"Path explorer: {link}"] if link else []), f"Anomaly: {anomaly['id']}"])

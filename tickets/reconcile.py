@@ -198,7 +198,7 @@ class Reconciler:
         if quiet or not (new_path or worse or related):
             done = self.backend.update_state(ticket, state, raise_to)
             return Outcome(UPDATE, a["id"], key, self._keep(done), "quiet mode" if quiet else "same path, not worse")
-        text = body.related_comment(a, self.superset_url) if related else \
+        text = body.related_comment(a, key.split("|", 1)[0], self.superset_url) if related else \
             body.grown_comment(a, state.open_paths, new_path, self.superset_url)
         done = self.backend.comment(ticket, text, state, raise_to)
         return Outcome(COMMENT, a["id"], key, self._keep(done), "related" if related else "new path" if new_path else "worse")
