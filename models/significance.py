@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numpy as np
+
 # Log-space distance from log(alpha) a bound must keep before it decides alone.
 MARGIN = 7.0
 
@@ -68,3 +70,61 @@ def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
     from scipy.stats import poisson
 
     return bool(poisson.sf(k - 1, mean) < alpha)
+
+
+def mannwhitney_pvalue(x, y, alternative: str, alpha: float) -> float:
+    """``scipy.stats.mannwhitneyu(x, y, alternative=alternative).pvalue``, or, where that is far
+    from ``alpha``, the same normal approximation computed here: on the same side of ``alpha``.
+
+    scipy's own test costs ~0.4 ms a call, mostly in argument handling. For one-sided tests on
+    finite values that scipy answers asymptotically (more than 8 values each, or ties), the
+    statistic is the same exact sum of average ranks, and z and the p-value differ from scipy's
+    in the last digits at most; a p-value within a factor ``MWU_FACTOR`` of ``alpha`` (or any
+    other case) is scipy's.
+
+    >>> a, b = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], [11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0]
+    >>> from scipy.stats import mannwhitneyu
+    >>> mannwhitney_pvalue(a, b, "less", 1e-3) <= 1e-3, bool(mannwhitneyu(a, b, alternative="less").pvalue <= 1e-3)
+    (True, True)
+    """
+    p = _mwu_asymptotic(np.asarray(x, dtype=float), np.asarray(y, dtype=float), alternative)
+    if p is not None and not alpha / MWU_FACTOR <= p <= alpha * MWU_FACTOR:
+        return p
+    from scipy.stats import mannwhitneyu
+
+    return mannwhitneyu(x, y, alternative=alternative).pvalue
+
+
+# How far (a factor) from alpha the p-value computed here must be to be answered without scipy.
+MWU_FACTOR = 2.0
+
+
+def _mwu_asymptotic(x: np.ndarray, y: np.ndarray, alternative: str) -> float | None:
+    """The one-sided p-value of scipy's asymptotic Mann–Whitney U test (tie and continuity
+    corrections); None where scipy would answer otherwise or the values are not all finite."""
+    n1, n2 = len(x), len(y)
+    if alternative not in ("less", "greater") or n1 < 1 or n2 < 1 or x.ndim != 1 or y.ndim != 1:
+        return None
+    xy = np.concatenate((x, y))
+    if not np.isfinite(xy).all():
+        return None
+    n = n1 + n2
+    order = np.argsort(xy, kind="stable")
+    ordered = xy[order]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)                           # each group of equal values: its first index
+    counts = np.diff(np.append(starts, n))
+    if not (n1 > 8 and n2 > 8) and not (counts > 1).any():
+        return None                                          # scipy's exact distribution
+    ranks = np.empty(n)
+    ranks[order] = (starts + (counts + 1) / 2)[np.cumsum(first) - 1]   # average ranks, from 1
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2        # (sums of half-integers: exact)
+    u = u1 if alternative == "greater" else n1 * n2 - u1
+    tie_term = float(np.sum(counts.astype(float) ** 3 - counts))
+    s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    if not s > 0:
+        return None
+    z = (u - n1 * n2 / 2 - 0.5) / s
+    return 0.5 * math.erfc(z / math.sqrt(2.0))

@@ -89,3 +89,58 @@ def test_window_medians_are_the_medians_inside_and_outside_each_window():
                 assert m_in[row] == np.median(x[inside])
             if not inside.all():
                 assert m_out[row] == np.median(x[~inside])
+
+
+def test_mannwhitney_pvalue_is_on_the_same_side_of_alpha_as_scipy():
+    from scipy.stats import mannwhitneyu
+
+    from pathwatch.models.significance import MWU_FACTOR, _mwu_asymptotic, mannwhitney_pvalue
+
+    rng = np.random.default_rng(21)
+    for _ in range(1500):
+        n1, n2 = int(rng.integers(1, 40)), int(rng.integers(1, 450))
+        shape = int(rng.integers(0, 4))
+        if shape == 0:
+            x, y = rng.normal(0, 1, n1), rng.normal(rng.uniform(-2, 2), 1, n2)
+        elif shape == 1:          # many ties
+            x, y = rng.integers(0, 5, n1).astype(float), rng.integers(0, 6, n2).astype(float)
+        elif shape == 2:
+            x, y = np.round(rng.exponential(1, n1), 1), np.round(rng.exponential(1.5, n2), 1) + 0.1
+        else:                     # awkward values: scipy answers
+            x, y = rng.normal(0, 1, n1), rng.normal(0, 1, n2)
+            x[0] = rng.choice((np.nan, np.inf, -np.inf))
+        for alternative in ("less", "greater"):
+            reference = mannwhitneyu(x, y, alternative=alternative).pvalue
+            mine = _mwu_asymptotic(x, y, alternative)
+            if mine is not None:
+                assert math.isclose(mine, reference, rel_tol=1e-9, abs_tol=1e-300)
+            for alpha in (1e-3, 1e-6, 0.05, reference, reference * 1.5 * MWU_FACTOR):
+                p = mannwhitney_pvalue(x, y, alternative, alpha)
+                assert (p > alpha) == (reference > alpha) and (p <= alpha) == (reference <= alpha)
+                if alpha / MWU_FACTOR < 0.999 * reference < 1.001 * reference < alpha * MWU_FACTOR or mine is None:
+                    assert p == reference or (p != p and reference != reference)
+
+
+def test_diurnal_deep_enough_never_skips_a_window_the_searches_would_judge():
+    from pathwatch.models.detectors.diurnal import DiurnalDetector
+
+    detector = DiurnalDetector("a", "b")
+    rng = np.random.default_rng(22)
+    skipped = 0
+    for _ in range(600):
+        n = int(rng.integers(9, 120))
+        t = np.sort(rng.uniform(0, 3 * 86400.0, n))
+        if rng.random() < 0.3:
+            t = np.round(t / 3600.0) * 3600.0
+        x = 9e8 * (1 + rng.normal(0, 0.1, n))
+        x[rng.random(n) < rng.uniform(0, 0.4)] *= rng.uniform(0.2, 0.9)
+        if rng.random() < 0.05:
+            x[rng.integers(0, n)] = rng.choice((np.nan, np.inf))
+        medians = window_medians(t, x)
+        if detector._deep_enough(t, x, medians, 3):
+            continue
+        skipped += 1
+        for min_in in (3, 4):
+            found = busy_window(t, x, True, min_in, medians)
+            assert found is None or found[2] < detector.p.depth
+    assert skipped > 100

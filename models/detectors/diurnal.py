@@ -33,6 +33,7 @@ import numpy as np
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.significance import mannwhitney_pvalue
 
 DAY = 86400.0
 
@@ -285,10 +286,11 @@ class DiurnalDetector(Detector):
             x = np.array([r[1] for r in self.runs])
             medians = window_medians(t, x)      # (shared by both searches)
             # the deepest window of min_in runs first; the deepest of fewer when that shows no trough
-            for min_in in dict.fromkeys((p.min_in, p.sparse_min_in)):
-                found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in, medians=medians)
-                if found is not None:
-                    return found
+            if self._deep_enough(t, x, medians, fewest):
+                for min_in in dict.fromkeys((p.min_in, p.sparse_min_in)):
+                    found = self._judge(t, x, lower_is_worse=True, signal="throughput", min_in=min_in, medians=medians)
+                    if found is not None:
+                        return found
         # No throughput runs, or too few a day for every busy window to hold one (every 6 hours they
         # may never fall into the busy hours): the latency tests' queueing, which runs far more often
         if len(self.queue) >= 6 * p.min_in and not self._runs_cover_the_day():
@@ -301,6 +303,15 @@ class DiurnalDetector(Detector):
             x = np.array(tails)
             return self._judge(t, x, lower_is_worse=False, signal="queueing", min_in=p.min_in)
         return None
+
+    def _deep_enough(self, t: np.ndarray, x: np.ndarray, medians: tuple, min_in: int) -> bool:
+        """False when no window of at least ``min_in`` runs is ``depth`` deep, so that :meth:`_judge`
+        finds no throughput trough for ``min_in`` or more (their windows are among these). Finite
+        runs only (a NaN depth may be the only one of fewer windows): True otherwise, undecided."""
+        if not np.isfinite(x).all():
+            return True
+        found = busy_window(t, x, True, min_in, medians)
+        return found is not None and found[2] >= self.p.depth
 
     def _runs_cover_the_day(self) -> bool:
         """Whether throughput runs come often enough that the narrowest busy window holds one a day."""
@@ -361,10 +372,8 @@ class DiurnalDetector(Detector):
             return None
         if not self.is_open("diurnal_saturation") and any(day > trough_days[0] for day in normal_days):
             return None                         # to open, the trough must repeat on every day
-        from scipy.stats import mannwhitneyu
-
         alternative = "less" if lower_is_worse else "greater"
-        if mannwhitneyu(x_in, x_out, alternative=alternative).pvalue > p.alpha:
+        if mannwhitney_pvalue(x_in, x_out, alternative, p.alpha) > p.alpha:
             return None     # (last of the checks: the costliest)
         first_t = float(t[inside & (days == trough_days[0])][0])
         facts = {"signal": signal, "start_hour": int(start), "width_h": int(width), "depth": round(depth, 3),
@@ -374,12 +383,12 @@ class DiurnalDetector(Detector):
             facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
         else:
             facts.update({"busy_queue_ms": round(float(np.median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
+        if self.is_open("diurnal_saturation"):
+            return facts    # (an open episode only needs to know the trough is still there: no corroboration)
         corroboration = self._corroboration(start, width)
-        if (signal == "throughput" and corroboration and not self.is_open("diurnal_saturation")
-                and not corroboration["queueing_or_loss_rise"]):
+        if signal == "throughput" and corroboration and not corroboration["queueing_or_loss_rise"]:
             return None     # latency tests see neither queueing nor loss rise in those hours: not a full queue
-        if (signal == "throughput" and min_in < p.min_in and not self.is_open("diurnal_saturation")
-                and not corroboration):
+        if signal == "throughput" and min_in < p.min_in and not corroboration:
             return None     # one run a day is too little alone: it takes the latency tests to agree
         facts.update(corroboration)
         return facts
@@ -393,12 +402,11 @@ class DiurnalDetector(Detector):
             return {}
         q = np.array([v[1] for v in self.queue])
         loss = np.array([v[2] for v in self.queue])
-        from scipy.stats import mannwhitneyu
 
         # A full queue in the busy hours delays or drops the latency tests' packets there: the
         # busy hours' typical queueing (median) or their loss (mean) higher, and significantly.
         rise = any(shown(v[inside]) > shown(v[~inside])
-                   and mannwhitneyu(v[inside], v[~inside], alternative="greater").pvalue <= self.p.alpha
+                   and mannwhitney_pvalue(v[inside], v[~inside], "greater", self.p.alpha) <= self.p.alpha
                    for v, shown in ((q, np.median), (loss, np.mean)) if np.ptp(v) > 0)
         return {"queueing_or_loss_rise": bool(rise),
                 "busy_queueing_ms": round(float(np.median(q[inside])), 2),
