@@ -62,7 +62,7 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     upsert_hosts(settings.database_url, read_hosts(folder / "mesh.json"))
     err.rule("5/5 waiting for the pipeline to catch up")
     _wait_caught_up(settings, options.timeout_s, err)
-    _report(folder, settings, console)
+    busiest = _report(folder, settings, console)
     if options.tickets:
         from pathwatch.tickets.catchup import catch_up, show
 
@@ -75,6 +75,11 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     console.print(f"\nDashboards: {current.superset_url}  (user {user}, password {password})", markup=False)
     for slug in DASHBOARD_SLUGS:
         console.print(f"  {current.superset_url}/superset/dashboard/{slug}/", markup=False)
+    if busiest:
+        from pathwatch.tickets.body import path_explorer_url
+
+        console.print(f"  the path with the most anomalies ({busiest[0]} → {busiest[1]}) in the path explorer:\n  "
+                      + path_explorer_url(current.superset_url, *busiest), markup=False, soft_wrap=True)
     console.print(f"Database (read-only): {current.database_url_readonly}", markup=False)
     console.print("Pipeline: `pathwatch pipeline status`; stop everything with `pathwatch pipeline stop && "
                   "pathwatch stack down`.", markup=False)
@@ -157,7 +162,11 @@ def _wait_caught_up(settings, timeout_s: float, err: Console) -> None:
     err.print("  caught up: every message processed", markup=False)
 
 
-def _report(folder: Path, settings, console: Console) -> None:
+def _report(folder: Path, settings, console: Console) -> tuple[str, str] | None:
+    """Print what was stored and the injected pathologies beside what was found; returns the path
+    with the most anomalies (None without any)."""
+    from collections import Counter
+
     import psycopg
 
     from pathwatch.evaluation.inputs import parse_anomaly, read_labels
@@ -203,6 +212,8 @@ def _report(folder: Path, settings, console: Console) -> None:
     console.print(f"{len(anomalies)} anomalies in all: {len(anomalies) - len(false) - explained} match an injected "
                   f"pathology, {explained} are its consequences (e.g. a latency shift from a route change), "
                   f"{len(false)} unexplained.", markup=False)
+    busiest = Counter((a.source, a.destination) for a in anomalies).most_common(1)
+    return busiest[0][0] if busiest else None
 
 
 def _when(t: float) -> str:
