@@ -31,6 +31,31 @@ def test_loss_reference_sums_kept_as_bins_move_equal_sums_taken_afresh():
         assert detector.reference_sums == _reference_sums(_reference_of(detector))
 
 
+def test_loss_ordered_rates_kept_as_bins_move_equal_the_rates_sorted_afresh():
+    from pathwatch.models.detectors.loss import _rate, _rates, without_bursts
+
+    rng = random.Random(8)
+    detector = LossDetector("a", "b")
+    p = detector.p
+    for hour in range(400):
+        lost = rng.choice((0, 0, 1, 3, 4, 5, 6, 40, 700))
+        detector._add_bin((hour, lost, rng.choice((rng.randint(1, 40_000), 36_000, 3600))))
+        bins = list(detector.bins)
+        reference, recent = _reference_of(detector), bins[-p.recent_hours:]
+        assert detector.reference_rates == sorted(_rates([b[1] for b in reference], [b[2] for b in reference]))
+        assert detector.recent_rates.sorted == sorted(map(_rate, recent))
+        for kept, floor in ((detector.reference_rates, p.rate_floor), (detector.recent_rates.sorted, 1e-4)):
+            part = reference if kept is detector.reference_rates else recent
+            if part:
+                assert without_bursts(part, floor, p.burst_hours, p.burst_alpha, kept) == \
+                    without_bursts(part, floor, p.burst_hours, p.burst_alpha)
+    restored = LossDetector.__new__(LossDetector)
+    restored.__setstate__({k: v for k, v in detector.__dict__.items() if k not in ("reference_rates", "recent_rates")})
+    assert restored.reference_rates == detector.reference_rates
+    assert list(restored.recent_rates) == list(detector.recent_rates)
+    assert restored.recent_rates.sorted == detector.recent_rates.sorted
+
+
 def test_loss_state_pickled_before_the_reference_sums_restores_them():
     rng = random.Random(6)
     detector = LossDetector("a", "b")
@@ -144,3 +169,51 @@ def test_diurnal_deep_enough_never_skips_a_window_the_searches_would_judge():
             found = busy_window(t, x, True, min_in, medians)
             assert found is None or found[2] < detector.p.depth
     assert skipped > 100
+
+
+def test_clock_floor_bounds_decide_as_the_floor_looked_at_in_full():
+    """The kept bounds only skip what max − min would skip: the same drift answers and anomalies
+    as a detector that looks at the whole floor every time."""
+    from pathwatch.models.detectors.clock import _NO_BOUNDS, ClockDetector
+    from tests.detector_series import T0, latency
+
+    rng = random.Random(9)
+    for _ in range(60):
+        kept, full = ClockDetector("a", "b"), ClockDetector("a", "b")
+        level, slope = 20.0, rng.choice((0.0, 0.0, 1.0, 4.0, -5.0, 12.0))
+        for i in range(300):
+            t = T0 + 600 * i + rng.choice((0, 0, rng.random()))
+            level += slope / 6 + rng.choice((0.0, 0.0, rng.gauss(0, 0.3), rng.choice((-8.0, 8.0))))
+            delay = rng.choice((level, level, level, round(level, 1), math.nan if rng.random() < 0.01 else level))
+            obs = latency(t, delay)
+            full.floor_bounds = _NO_BOUNDS
+            assert kept.observe(obs) == full.observe(obs)
+            assert kept.facts == full.facts
+            values = list(kept.floor_values)
+            low, high = kept.floor_bounds
+            if values and not any(v != v for v in values):
+                assert low <= min(values) and high >= max(values)
+
+
+def test_loss_clean_runs_kept_in_order_mirror_the_clean_runs():
+    from pathwatch.models.detectors.loss import _CleanRuns
+    from pathwatch.models.window import median
+    from tests.detector_series import T0, run
+
+    rng = random.Random(10)
+    detector = LossDetector("a", "b")
+    for i in range(600):
+        bps = rng.choice((9e9, 9e9 * rng.uniform(0.8, 1.1), 2e9, float(rng.randint(1, 3)) * 1e9))
+        detector._throughput(run(T0 + 7200 * i, bps, retransmits=rng.choice((0, 0, 3, 80, 400))))
+        clean = detector.clean
+        assert list(detector.clean_sorted.bps) == [b for b, _ in clean]
+        assert list(detector.clean_sorted.retransmits) == [r for _, r in clean]
+        if clean:
+            assert detector.clean_sorted.bps.median() == median(b for b, _ in clean)
+            assert detector.clean_sorted.retransmits.median() == median(r for _, r in clean)
+    restored = LossDetector.__new__(LossDetector)
+    restored.__setstate__({k: v for k, v in detector.__dict__.items() if k != "clean_sorted"})
+    assert list(restored.clean_sorted.bps) == list(detector.clean_sorted.bps)
+    assert isinstance(restored.clean_sorted, _CleanRuns)
+    copy = pickle.loads(pickle.dumps(detector))
+    assert copy.clean_sorted.retransmits.sorted == detector.clean_sorted.retransmits.sorted

@@ -48,6 +48,9 @@ class ClockDetector(Detector):
         self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
         self.floor: deque[tuple[float, float]] = deque(maxlen=self.p.drift_window)
         self.floor_values: deque[float] = deque(maxlen=self.p.drift_window)   # the floor's delays alone
+        # (low, high): no higher than the floor's smallest delay, no lower than its largest (exact
+        # after each full look, widened by each new delay), so that high − low bounds its move
+        self.floor_bounds: tuple[float, float] = _NO_BOUNDS
         self.good = 0
         self.first_bad: float | None = None
         self.facts: dict = {}
@@ -56,6 +59,8 @@ class ClockDetector(Detector):
         self.__dict__.update(state)
         if "floor_values" not in state:    # pickled before the floor's delays were kept apart
             self.floor_values = deque((v for _, v in self.floor), maxlen=self.floor.maxlen)
+        if "floor_bounds" not in state:    # ... or their bounds
+            self.floor_bounds = _NO_BOUNDS
 
     def observe(self, obs: LatencyObs) -> list[Anomaly]:
         delay = obs.delay_min_ms
@@ -71,6 +76,9 @@ class ClockDetector(Detector):
         if obs.loss is None or obs.loss < 0.5:
             self.floor.append((obs.t, delay))
             self.floor_values.append(delay)
+            low, high = self.floor_bounds
+            if not low <= delay <= high:
+                self.floor_bounds = _widened(self.floor_bounds, delay)
         drift = None if reasons else self._drift()
         if drift is not None:
             reasons.append(f"delay floor drifting {drift:+.1f} ms/h")
@@ -118,8 +126,14 @@ class ClockDetector(Detector):
             return None
         values = self.floor_values
         hours = (floor[-1][0] - floor[0][0]) / 3600.0
-        moved = max(values) - min(values)
-        if moved < self.p.drift_ms_per_h * hours * 0.5:
+        least = self.p.drift_ms_per_h * hours * 0.5
+        low, high = self.floor_bounds
+        if high - low < least:
+            return None                      # the floor moved too little to be drifting (it moved no more)
+        low, high = min(values), max(values)
+        self.floor_bounds = (low, high) if not math.isnan(sum(values)) else _NO_BOUNDS
+        moved = high - low
+        if moved < least:
             return None                      # the floor moved too little to be drifting
         if _largest_jump(values) > self.p.drift_jump_share * moved:
             return None                      # it stepped (a correction, a reroute): not a drift
@@ -135,6 +149,21 @@ class ClockDetector(Detector):
             return None
         tau = kendalltau(t, y).statistic
         return slope if abs(tau) >= self.p.drift_tau else None
+
+
+_NO_BOUNDS = (-math.inf, math.inf)
+
+
+def _widened(bounds: tuple[float, float], value: float) -> tuple[float, float]:
+    """Bounds that also hold ``value`` (none at all for a NaN: max and min do not order it).
+
+    >>> _widened((1.0, 2.0), 3.0), _widened((1.0, 2.0), 0.5), _widened((1.0, 2.0), math.nan)
+    ((1.0, 3.0), (0.5, 2.0), (-inf, inf))
+    """
+    low, high = bounds
+    if value != value:
+        return _NO_BOUNDS
+    return (low if low <= value else value, high if high >= value else value)
 
 
 def _largest_jump(values) -> float:

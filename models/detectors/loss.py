@@ -28,8 +28,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from itertools import accumulate
-from operator import itemgetter, truediv
+from bisect import bisect_left, insort
+from functools import partial
+from itertools import accumulate, compress, count
+from operator import itemgetter, le, truediv
 
 import numpy as np
 from statsmodels.sandbox.stats.runs import runstest_1samp
@@ -39,10 +41,12 @@ from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.significance import poisson_tail_below, tail_exceeds
-from pathwatch.models.window import median
+from pathwatch.models.window import SortedWindow, median
 
 DAY = 86400.0
 _LOST, _SENT = itemgetter(1), itemgetter(2)   # fields of an hourly bin (hour, lost, sent)
+_FIVE_OR_MORE = partial(le, 5)                # (an hour losing fewer packets is never a burst)
+_DEGRADED = itemgetter(1)                     # of a LAG-window run (t, degraded, bps, retransmits)
 
 
 @dataclass(frozen=True)
@@ -124,13 +128,20 @@ def _rates(lost: list[int], sent: list[int]) -> list[float]:
         return [lo / se if se else 0.0 for lo, se in zip(lost, sent)]
 
 
-def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float) -> list[tuple[int, int, int]]:
+def _rate(hour_bin: tuple[int, int, int]) -> float:
+    """An hour's loss rate (0 when it sent nothing), as :func:`_rates` computes it."""
+    return hour_bin[1] / hour_bin[2] if hour_bin[2] else 0.0
+
+
+def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float,
+                   ordered_rates: list[float] | None = None) -> list[tuple[int, int, int]]:
     """The bins with each burst's loss replaced by what its neighbours' rate predicts.
 
     A burst is an hour whose loss is improbable (Poisson upper tail below ``alpha``) at the larger
     of the median rates of the ``side`` hours before it and the ``side`` hours after it (at least
     ``floor``). A step's first hours are not bursts once an hour follows them; a ramp's hours
-    are not, as each has neighbours at its rate.
+    are not, as each has neighbours at its rate. ``ordered_rates``, when the caller keeps them,
+    are the bins' rates (:func:`_rate`) in sorted order.
 
     >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
     >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
@@ -140,25 +151,33 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     [0, 20, 20, 0]
     """
     lost = list(map(_LOST, bins))
-    screened = [i for i, lo in enumerate(lost) if lo >= 5]     # fewer lost packets are never a burst
+    screened = list(compress(count(), map(_FIVE_OR_MORE, lost)))   # hours losing at least 5
     if not screened or len(bins) < 2:
         return bins
-    sent = list(map(_SENT, bins))
-    rates = _rates(lost, sent)
-    typical = max(median(rates), floor)
+    if ordered_rates is None:
+        ordered_rates = sorted(_rates(lost, list(map(_SENT, bins))))
+    typical = max(_median_of_sorted(ordered_rates), floor)
     out = None
     for i in screened:
         # cheap screen: only an hour well above the series' typical rate can be a burst
-        if lost[i] <= 3 * typical * sent[i]:
+        sent = bins[i][2]
+        if lost[i] <= 3 * typical * sent:
             continue
-        before, after = rates[max(0, i - side): i], rates[i + 1: i + 1 + side]
+        before = [lo / se if se else 0.0 for _, lo, se in bins[max(0, i - side): i]]     # (rates, as _rate)
+        after = [lo / se if se else 0.0 for _, lo, se in bins[i + 1: i + 1 + side]]
         local = max(median(before) if before else 0.0, median(after) if after else 0.0, floor)
-        expected = local * sent[i]
+        expected = local * sent
         if poisson_tail_below(lost[i], expected, alpha):
             if out is None:
                 out = list(bins)
-            out[i] = (bins[i][0], int(round(expected)), sent[i])
+            out[i] = (bins[i][0], int(round(expected)), sent)
     return bins if out is None else out
+
+
+def _median_of_sorted(ordered: list[float]) -> float:
+    """:func:`~pathwatch.models.window.median` of values already in sorted order."""
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def _llr_step(after: list[tuple[int, int, int]], p0: float) -> float:
@@ -217,6 +236,16 @@ def _reference_sums(bins: list[tuple[int, int, int]]) -> list[int]:
     return [sum(map(_LOST, bins)), sum(map(_SENT, bins)), sum(lost for _, lost, _ in bins if lost >= 5)]
 
 
+class _CleanRuns:
+    """The clean runs' rates and retransmits, each a :class:`SortedWindow` mirroring ``clean``."""
+
+    __slots__ = ("bps", "retransmits")
+
+    def __init__(self, clean: deque):
+        self.bps = SortedWindow(clean.maxlen, (b for b, _ in clean))
+        self.retransmits = SortedWindow(clean.maxlen, (r for _, r in clean))
+
+
 class LossDetector(Detector):
     name = "loss"
     kinds = ("rising_loss", "loss_step")
@@ -229,6 +258,10 @@ class LossDetector(Detector):
         # [lost, sent, lost in hours losing at least 5] summed over the bins older than the
         # recent_hours (the reference), kept as bins arrive and leave: integers, so exact
         self.reference_sums: list[int] = [0, 0, 0]
+        # The loss rates of the reference's bins and of the recent_hours' in sorted order (their
+        # medians, for without_bursts), kept as bins arrive and leave
+        self.reference_rates: list[float] = []
+        self.recent_rates = SortedWindow(self.p.recent_hours)
         self.current: list[int] | None = None   # [hour, lost, sent]
         # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
         self.spread: deque[tuple[int, int, int, int]] = deque(maxlen=self.p.history_hours)
@@ -237,6 +270,7 @@ class LossDetector(Detector):
         self.loss_kind: str | None = None
         self.quiet_hours = 0
         self.clean: deque[tuple[float, int]] = deque(maxlen=24)   # (bps, retransmits) of clean runs
+        self.clean_sorted = _CleanRuns(self.clean)     # ... each in sorted order, for their medians
         self.runs: deque[tuple[float, bool, float, int]] = deque(maxlen=self.p.lag_runs)
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
@@ -247,6 +281,12 @@ class LossDetector(Detector):
             self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
         if "reference_sums" not in state:  # pickled before the reference's sums were kept
             self.reference_sums = _reference_sums(list(self.bins)[: max(0, len(self.bins) - self.p.recent_hours)])
+        if "reference_rates" not in state:  # pickled before the rates were kept in order
+            bins, recent_hours = list(self.bins), self.p.recent_hours
+            self.reference_rates = sorted(map(_rate, bins[: max(0, len(bins) - recent_hours)]))
+            self.recent_rates = SortedWindow(recent_hours, map(_rate, bins[-recent_hours:]))
+        if "clean_sorted" not in state:     # pickled before the clean runs were kept in order
+            self.clean_sorted = _CleanRuns(self.clean)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -281,22 +321,27 @@ class LossDetector(Detector):
         return out
 
     def _add_bin(self, hour_bin: tuple[int, int, int]) -> None:
-        """Append a completed hour to ``bins``, moving the reference's sums with the bins that leave
-        the history and the one that passes from the recent hours into the reference."""
+        """Append a completed hour to ``bins``, moving the reference's sums and ordered rates with
+        the bins that leave the history and the one that passes from the recent hours into the
+        reference."""
         bins, sums, recent_hours = self.bins, self.reference_sums, self.p.recent_hours
         if len(bins) == bins.maxlen and len(bins) > recent_hours:
-            _, lost, sent = bins[0]
+            _, lost, sent = leaving = bins[0]
             sums[0] -= lost
             sums[1] -= sent
             if lost >= 5:
                 sums[2] -= lost
+            rates = self.reference_rates
+            del rates[bisect_left(rates, _rate(leaving))]
         bins.append(hour_bin)
+        self.recent_rates.append(_rate(hour_bin))
         if len(bins) > recent_hours:
-            _, lost, sent = bins[-recent_hours - 1]
+            _, lost, sent = entering = bins[-recent_hours - 1]
             sums[0] += lost
             sums[1] += sent
             if lost >= 5:
                 sums[2] += lost
+            insort(self.reference_rates, _rate(entering))
 
     def _judge(self, now: float) -> list[Anomaly]:
         p = self.p
@@ -310,8 +355,11 @@ class LossDetector(Detector):
                 return []
             reference, recent = bins[: p.min_reference], bins[p.min_reference:]
             ref_lost, ref_sent, maybe_bursts = _reference_sums(reference)
+            ref_rates = recent_rates = None
         else:
             ref_lost, ref_sent, maybe_bursts = self.reference_sums
+            ref_rates = self.reference_rates          # (the rates of these bins, kept in order)
+            recent_rates = self.recent_rates.sorted if not self.recent_rates.nans else None
         # Bursts (hours losing at least 5) taken out of the reference leave at least this rate: a
         # lower bound of p0, so a tail rate below the bar it sets is below the real bar too.
         p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
@@ -320,12 +368,12 @@ class LossDetector(Detector):
             return []                  # whatever the split, the loss after it is too low (checked below;
                                        # taking bursts out of recent only lowers it)
         if maybe_bursts:
-            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha)
+            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates)
             ref_lost = sum(map(_LOST, reference))
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
         if highest < max(p.min_rate, 3 * p0) * (1 - 1e-9):
             return []
-        recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha)
+        recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha, recent_rates)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
         lost = sum(map(_LOST, after))
@@ -446,16 +494,15 @@ class LossDetector(Detector):
         if self.loss_kind == "loss_step":
             return []                      # every flow loses packets during a step: no 1-in-k to see
         if len(self.clean) < 6:
-            self.clean.append((obs.bps, obs.retransmits))
+            self._add_clean(obs)
             return []
-        clean_bps = median(b for b, _ in self.clean)
-        clean_retrans = median(r for _, r in self.clean)
+        clean_bps, clean_retrans = self.clean_sorted.bps.median(), self.clean_sorted.retransmits.median()
         # Degraded: the rate collapsed, or retransmits soared while the rate sagged.
         degraded = (obs.bps < p.lag_collapse * clean_bps
                     or (obs.retransmits >= max(p.lag_retrans_min, p.lag_retrans_factor * clean_retrans)
                         and obs.bps < (1 - 2 * p.lag_rate_drop) * clean_bps))
         if not degraded and obs.bps >= (1 - p.lag_rate_drop) * clean_bps:
-            self.clean.append((obs.bps, obs.retransmits))
+            self._add_clean(obs)
         if len(self.runs) == self.runs.maxlen:      # the run leaving the window joins the path's history
             self.history_runs += 1
             self.history_degraded += self.runs[0][1]
@@ -469,10 +516,10 @@ class LossDetector(Detector):
             return [] if self.loss_kind == "rising_loss" else self.close("rising_loss", recent[0][0], {"recovered": "no degraded runs"})
         if self.is_open("rising_loss"):
             return []
-        flags = [r for r in self.runs if r[1]]
         n = len(self.runs)
-        if len(flags) < p.lag_min_runs or n < p.lag_runs // 2:
+        if n < p.lag_runs // 2 or sum(map(_DEGRADED, self.runs)) < p.lag_min_runs:
             return []
+        flags = [r for r in self.runs if r[1]]
         since = [r for r in self.runs if r[0] >= flags[0][0]]
         frac = len(flags) / len(since)   # since the first degraded run
         # The other runs must be clean, both lately and right beside the degraded ones: when they
@@ -503,6 +550,11 @@ class LossDetector(Detector):
                       "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
                       "degraded_times": [from_epoch(r[0]) for r in flags][:8]},
         )
+
+    def _add_clean(self, obs: ThroughputObs) -> None:
+        self.clean.append((obs.bps, obs.retransmits))
+        self.clean_sorted.bps.append(obs.bps)
+        self.clean_sorted.retransmits.append(obs.retransmits)
 
     def _bunched(self) -> bool:
         """True when the degraded runs come in blocks (Wald–Wolfowitz runs test: significantly too
