@@ -50,7 +50,7 @@ def _detect_function(config_path: str | None):
     from pathwatch.models.config import DetectorConfig
     from pathwatch.models.monitor import PathMonitor
     from pathwatch.streaming.normalise import Origin, dead_letter, format_utc_ms
-    from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, latest_states
+    from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, states_to_emit
 
     class Detect(KeyedProcessFunction):
         def __init__(self, topic: str):
@@ -117,7 +117,7 @@ def _detect_function(config_path: str | None):
             until = ctx.timer_service().current_watermark() / 1000.0
             if state.due(until):
                 buffered = len(state.pending)
-                for anomaly in latest_states(state.release(until)):
+                for anomaly in states_to_emit(state.release(until)):
                     yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
                 self.monitor_state.update(pickle.dumps(state, protocol=5))  # without its buffer
                 if len(state.pending) != buffered:  # entries were released (else only a deadline ran)

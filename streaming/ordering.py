@@ -98,9 +98,26 @@ class PathState:
         return min(times) if times else None
 
 
-def latest_states(anomalies: list[Anomaly]) -> list[Anomaly]:
-    """The last state of each anomaly id among ``anomalies``, in first-seen order (what to emit)."""
-    latest: dict[str, Anomaly] = {}
+def states_to_emit(anomalies: list[Anomaly]) -> list[Anomaly]:
+    """What to emit of one release: each anomaly id's first state and, when it changed later in the
+    same release, its last one (in first-seen order). The states between are dropped, but an
+    episode that opened and closed within one release (a replay of history moves the watermark by
+    hours) still shows its opening: a ticket system opens a ticket on it and then resolves it,
+    where the closed state alone would have opened nothing.
+
+    >>> from pathwatch.models.anomaly import Anomaly
+    >>> a = Anomaly.open("loss_step", "x", "y", start=0.0, detected_at=10.0, severity="warning", score=0.5,
+    ...                  summary="Loss stepped.", evidence={})
+    >>> b = Anomaly.open("no_data", "x", "y", start=5.0, detected_at=20.0, severity="info", score=0.1,
+    ...                  summary="Silent.", evidence={})
+    >>> [(x.kind, x.end) for x in states_to_emit([a, b, a.grown(severity="major", score=0.9, summary="More.", evidence={}), a.closed(99.0)])]
+    [('loss_step', None), ('loss_step', 99.0), ('no_data', None)]
+    """
+    first: dict[str, Anomaly] = {}
+    last: dict[str, Anomaly] = {}
     for anomaly in anomalies:
-        latest[anomaly.id] = anomaly
-    return list(latest.values())
+        first.setdefault(anomaly.id, anomaly)
+        last[anomaly.id] = anomaly
+    return [state for aid, opened in first.items()
+            for state in ((opened,) if last[aid] is opened else (opened, last[aid]))]
+

@@ -12,8 +12,8 @@ from pathwatch.models.engine import replay
 from pathwatch.models.monitor import PathMonitor
 from pathwatch.models.observe import epoch
 from pathwatch.streaming.normalise import DEAD, RECORD, Origin, normalise
-from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, latest_states
-from tests.test_models_engine import _mesh_records
+from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, states_to_emit
+from tests.test_models_engine import DAY, T0, _latency_record, _mesh_records, latency_times
 
 ORIGIN = Origin("pathwatch.raw", 2, 41)
 PING = ("PING b (10.0.0.2) 56(84) bytes of data.\n64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.040 ms\n\n"
@@ -90,10 +90,31 @@ def test_release_at_watermarks_equals_the_offline_replay():
     emitted, states, newest = _stream(records, delay, seed=7)
     for state in states.values():
         emitted += state.release(newest - delay)
-    final = {a.id: (a.kind, a.start, a.end) for a in latest_states(emitted)}
+    final = {a.id: (a.kind, a.start, a.end) for a in states_to_emit(emitted)}  # the last state wins
     offline = replay(records, until=newest - delay)
     assert final, "the mesh should give anomalies"
     assert final == {a.id: (a.kind, a.start, a.end) for a in offline.anomalies}
+
+
+def test_one_release_over_the_whole_history_still_emits_each_episodes_opening():
+    """A replay moves the watermark past whole episodes: their open state must still be emitted
+    (before their last), or a ticket system sees only closed anomalies and opens nothing."""
+    rng = random.Random(3)  # one day of +7 ms delay on path e, then back: an episode that ends
+    records = [_latency_record("e", t, 20 + rng.gauss(0, 0.1) + (7 if T0 + 2 * DAY < t < T0 + 3 * DAY else 0), 0)
+               for t in latency_times(5)] + _mesh_records()
+    states: dict[tuple, PathState] = {}
+    for record in sorted(records, key=lambda r: epoch(r["time"])):
+        key = (record["source"], record["destination"])
+        states.setdefault(key, PathState(PathMonitor(*key))).accept(record)
+    until = max(epoch(r["time"]) for r in records)
+    emitted = [a for state in states.values() for a in states_to_emit(state.release(until))]
+    closed = {a.id for a in emitted if a.end is not None}
+    assert closed, "the mesh should have episodes that end"
+    first_seen = {}
+    for anomaly in emitted:
+        first_seen.setdefault(anomaly.id, anomaly)
+    assert all(first_seen[aid].end is None for aid in closed)
+    assert {a.id: a.end for a in emitted} == {a.id: a.end for a in replay(records, until=until).anomalies}
 
 
 def test_duplicates_are_analysed_once_and_late_records_are_refused():
