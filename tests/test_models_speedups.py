@@ -44,13 +44,25 @@ def test_loss_ordered_rates_kept_as_bins_move_equal_the_rates_sorted_afresh():
         reference, recent = _reference_of(detector), bins[-p.recent_hours:]
         assert detector.reference_rates == sorted(_rates([b[1] for b in reference], [b[2] for b in reference]))
         assert detector.recent_rates.sorted == sorted(map(_rate, recent))
+        first = detector.bins_seen - len(bins)
         for kept, floor in ((detector.reference_rates, p.rate_floor), (detector.recent_rates.sorted, 1e-4)):
             part = reference if kept is detector.reference_rates else recent
+            at = first if part is reference else detector.bins_seen - len(recent)
             if part:
-                assert without_bursts(part, floor, p.burst_hours, p.burst_alpha, kept) == \
-                    without_bursts(part, floor, p.burst_hours, p.burst_alpha)
+                fresh = without_bursts(part, floor, p.burst_hours, p.burst_alpha)
+                assert without_bursts(part, floor, p.burst_hours, p.burst_alpha, kept) == fresh
+                assert without_bursts(part, floor, p.burst_hours, p.burst_alpha, kept,
+                                      detector._neighbours_memo(), at) == fresh
+        early = bins[: p.min_reference + 10]            # (the first days' split: other slices, same memo)
+        for part, at in ((early[: p.min_reference], first), (early[p.min_reference:], first + p.min_reference)):
+            assert without_bursts(part, 1e-5, p.burst_hours, p.burst_alpha, None, detector._neighbours_memo(), at) \
+                == without_bursts(part, 1e-5, p.burst_hours, p.burst_alpha)
+    assert len(detector.neighbours) <= 4 * p.history_hours + 200
+    assert "neighbours" not in detector.__getstate__()
     restored = LossDetector.__new__(LossDetector)
-    restored.__setstate__({k: v for k, v in detector.__dict__.items() if k not in ("reference_rates", "recent_rates")})
+    restored.__setstate__({k: v for k, v in detector.__dict__.items()
+                           if k not in ("reference_rates", "recent_rates", "neighbours", "bins_seen")})
+    assert restored.neighbours == {} and restored.bins_seen == len(restored.bins)
     assert restored.reference_rates == detector.reference_rates
     assert list(restored.recent_rates) == list(detector.recent_rates)
     assert restored.recent_rates.sorted == detector.recent_rates.sorted

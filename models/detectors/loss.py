@@ -134,14 +134,17 @@ def _rate(hour_bin: tuple[int, int, int]) -> float:
 
 
 def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float,
-                   ordered_rates: list[float] | None = None) -> list[tuple[int, int, int]]:
+                   ordered_rates: list[float] | None = None, memo: dict | None = None,
+                   first: int = 0) -> list[tuple[int, int, int]]:
     """The bins with each burst's loss replaced by what its neighbours' rate predicts.
 
     A burst is an hour whose loss is improbable (Poisson upper tail below ``alpha``) at the larger
     of the median rates of the ``side`` hours before it and the ``side`` hours after it (at least
     ``floor``). A step's first hours are not bursts once an hour follows them; a ramp's hours
     are not, as each has neighbours at its rate. ``ordered_rates``, when the caller keeps them,
-    are the bins' rates (:func:`_rate`) in sorted order.
+    are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rate of
+    an hour (:func:`_neighbour_rate`) by its place ``first + i`` in a series that only grows at
+    its end, and how many neighbours it has on each side, for later calls on the same series.
 
     >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
     >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
@@ -163,15 +166,30 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
         sent = bins[i][2]
         if lost[i] <= 3 * typical * sent:
             continue
-        before = [lo / se if se else 0.0 for _, lo, se in bins[max(0, i - side): i]]     # (rates, as _rate)
-        after = [lo / se if se else 0.0 for _, lo, se in bins[i + 1: i + 1 + side]]
-        local = max(median(before) if before else 0.0, median(after) if after else 0.0, floor)
-        expected = local * sent
+        if memo is None:
+            local = _neighbour_rate(bins, i, side)
+        else:
+            key = (first + i, min(i, side), min(len(bins) - 1 - i, side))
+            local = memo.get(key)
+            if local is None:
+                local = memo[key] = _neighbour_rate(bins, i, side)
+        expected = max(local, floor) * sent
         if poisson_tail_below(lost[i], expected, alpha):
             if out is None:
                 out = list(bins)
             out[i] = (bins[i][0], int(round(expected)), sent)
     return bins if out is None else out
+
+
+def _neighbour_rate(bins: list[tuple[int, int, int]], i: int, side: int) -> float:
+    """The larger of the median loss rates of the ``side`` hours before and after ``bins[i]`` (0 for none).
+
+    >>> _neighbour_rate([(0, 1, 100), (1, 50, 100), (2, 3, 100), (3, 5, 100)], 1, 2)
+    0.04
+    """
+    before = [lo / se if se else 0.0 for _, lo, se in bins[max(0, i - side): i]]     # (rates, as _rate)
+    after = [lo / se if se else 0.0 for _, lo, se in bins[i + 1: i + 1 + side]]
+    return max(median(before) if before else 0.0, median(after) if after else 0.0)
 
 
 def _median_of_sorted(ordered: list[float]) -> float:
@@ -262,6 +280,8 @@ class LossDetector(Detector):
         # medians, for without_bursts), kept as bins arrive and leave
         self.reference_rates: list[float] = []
         self.recent_rates = SortedWindow(self.p.recent_hours)
+        self.bins_seen = 0      # bins ever appended: bins[i] is the (bins_seen - len(bins) + i)-th
+        self.neighbours: dict = {}    # without_bursts' memo for these bins (a cache: not pickled)
         self.current: list[int] | None = None   # [hour, lost, sent]
         # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
         self.spread: deque[tuple[int, int, int, int]] = deque(maxlen=self.p.history_hours)
@@ -275,8 +295,14 @@ class LossDetector(Detector):
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
 
+    def __getstate__(self) -> dict:
+        return {key: value for key, value in self.__dict__.items() if key != "neighbours"}
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.neighbours = {}
+        if "bins_seen" not in state:       # pickled before bins were numbered (any start will do)
+            self.bins_seen = len(self.bins)
         if "spread" not in state:          # pickled before samples' spread was kept
             self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
         if "reference_sums" not in state:  # pickled before the reference's sums were kept
@@ -334,6 +360,7 @@ class LossDetector(Detector):
             rates = self.reference_rates
             del rates[bisect_left(rates, _rate(leaving))]
         bins.append(hour_bin)
+        self.bins_seen += 1
         self.recent_rates.append(_rate(hour_bin))
         if len(bins) > recent_hours:
             _, lost, sent = entering = bins[-recent_hours - 1]
@@ -368,12 +395,14 @@ class LossDetector(Detector):
             return []                  # whatever the split, the loss after it is too low (checked below;
                                        # taking bursts out of recent only lowers it)
         if maybe_bursts:
-            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates)
+            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates,
+                                       self._neighbours_memo(), self.bins_seen - len(bins))
             ref_lost = sum(map(_LOST, reference))
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
         if highest < max(p.min_rate, 3 * p0) * (1 - 1e-9):
             return []
-        recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha, recent_rates)
+        recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha, recent_rates,
+                                self._neighbours_memo(), self.bins_seen - len(recent))
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
         lost = sum(map(_LOST, after))
@@ -425,6 +454,14 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         return []
+
+    def _neighbours_memo(self) -> dict:
+        """without_bursts' memo, rid of the hours that left the history when it has grown large."""
+        memo = self.neighbours
+        if len(memo) > 4 * self.p.history_hours:
+            oldest = self.bins_seen - len(self.bins)
+            self.neighbours = memo = {key: value for key, value in memo.items() if key[0] >= oldest}
+        return memo
 
     def _carried_by_few_samples(self, after: list[tuple[int, int, int]], rate: float) -> bool:
         """Whether far more of the big samples in ``after``'s hours lost nothing than a steady ``rate``
