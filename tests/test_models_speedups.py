@@ -229,3 +229,27 @@ def test_loss_clean_runs_kept_in_order_mirror_the_clean_runs():
     assert isinstance(restored.clean_sorted, _CleanRuns)
     copy = pickle.loads(pickle.dumps(detector))
     assert copy.clean_sorted.retransmits.sorted == detector.clean_sorted.retransmits.sorted
+
+
+def test_loss_tail_bound_stops_only_hours_the_full_judgement_stops():
+    """The kept bound of the recent hours' highest tail rate is never below it, and a detector that
+    relies on it judges every hour as one that computes the rate afresh."""
+    from pathwatch.models.detectors.loss import _highest_tail_rate
+
+    rng = random.Random(12)
+    for _ in range(12):
+        kept, fresh = LossDetector("a", "b"), LossDetector("a", "b")
+        level = rng.choice((0.0, 1e-5, 1e-4, 2e-3))
+        for hour in range(260):
+            if rng.random() < 0.02:
+                level = rng.choice((0.0, 1e-5, 1e-4, 2e-3, 1e-2))
+            sent = rng.choice((3600, 36_000, rng.randint(1, 40_000)))
+            lost = min(sent - 1, int(level * sent + rng.choice((0, 0, 0, 1, 2, 6, 300)) * (rng.random() < 0.1)))
+            for detector in (kept, fresh):
+                detector._add_bin((hour, lost, sent))
+            bins, p = list(kept.bins), kept.p
+            recent = bins[-p.recent_hours:] if len(bins) - p.recent_hours >= p.min_reference else bins[p.min_reference:]
+            assert not recent or kept.tail_bound >= _highest_tail_rate(recent)
+            fresh.tail_bound = math.inf
+            assert kept._judge(hour * 3600.0 + 3600) == fresh._judge(hour * 3600.0 + 3600)
+            assert kept.loss_kind == fresh.loss_kind and kept.episodes == fresh.episodes

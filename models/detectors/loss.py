@@ -281,6 +281,10 @@ class LossDetector(Detector):
         self.reference_rates: list[float] = []
         self.recent_rates = SortedWindow(self.p.recent_hours)
         self.bins_seen = 0      # bins ever appended: bins[i] is the (bins_seen - len(bins) + i)-th
+        # No lower than the recent hours' highest tail rate (_highest_tail_rate): that rate when
+        # _judge last took it, raised by each hour since (a tail with it is no higher than the old
+        # tail's rate and the hour's), so an hour whose bound is below the bar needs no lists
+        self.tail_bound = math.inf
         self.neighbours: dict = {}    # without_bursts' memo for these bins (a cache: not pickled)
         self.current: list[int] | None = None   # [hour, lost, sent]
         # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
@@ -303,6 +307,8 @@ class LossDetector(Detector):
         self.neighbours = {}
         if "bins_seen" not in state:       # pickled before bins were numbered (any start will do)
             self.bins_seen = len(self.bins)
+        if "tail_bound" not in state:
+            self.tail_bound = math.inf
         if "spread" not in state:          # pickled before samples' spread was kept
             self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
         if "reference_sums" not in state:  # pickled before the reference's sums were kept
@@ -361,6 +367,10 @@ class LossDetector(Detector):
             del rates[bisect_left(rates, _rate(leaving))]
         bins.append(hour_bin)
         self.bins_seen += 1
+        _, lost, sent = hour_bin
+        rate = lost / sent if sent else math.inf      # (a tail that sent nothing: inf, as there)
+        if rate > self.tail_bound:
+            self.tail_bound = rate
         self.recent_rates.append(_rate(hour_bin))
         if len(bins) > recent_hours:
             _, lost, sent = entering = bins[-recent_hours - 1]
@@ -372,6 +382,8 @@ class LossDetector(Detector):
 
     def _judge(self, now: float) -> list[Anomaly]:
         p = self.p
+        if self.loss_kind is None and self._tail_too_low():
+            return []                  # (the first test below, decided on the kept bound alone)
         bins = list(self.bins)
         if self.loss_kind is not None:
             return self._maybe_recovered(bins, now)
@@ -390,7 +402,7 @@ class LossDetector(Detector):
         # Bursts (hours losing at least 5) taken out of the reference leave at least this rate: a
         # lower bound of p0, so a tail rate below the bar it sets is below the real bar too.
         p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
-        highest = _highest_tail_rate(recent)
+        highest = self.tail_bound = _highest_tail_rate(recent)
         if highest < max(p.min_rate, 3 * p0_low) * (1 - 1e-9):
             return []                  # whatever the split, the loss after it is too low (checked below;
                                        # taking bursts out of recent only lowers it)
@@ -454,6 +466,16 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         return []
+
+    def _tail_too_low(self) -> bool:
+        """Whether :meth:`_judge` would stop at its first test, its highest tail rate too low for
+        the bar set by the reference kept as bins move, as the kept bound already shows."""
+        p = self.p
+        if len(self.bins) - p.recent_hours < p.min_reference:
+            return False               # (the first days: another reference, no shortcut)
+        ref_lost, ref_sent, maybe_bursts = self.reference_sums
+        p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
+        return self.tail_bound < max(p.min_rate, 3 * p0_low) * (1 - 1e-9)
 
     def _neighbours_memo(self) -> dict:
         """without_bursts' memo, rid of the hours that left the history when it has grown large."""
