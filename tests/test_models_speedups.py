@@ -131,11 +131,11 @@ def test_window_medians_are_the_medians_inside_and_outside_each_window():
 def test_mannwhitney_pvalue_is_on_the_same_side_of_alpha_as_scipy():
     from scipy.stats import mannwhitneyu
 
-    from pathwatch.models.significance import MWU_FACTOR, _mwu_asymptotic, mannwhitney_pvalue
+    from pathwatch.models.significance import MWU_FACTOR, _mwu_asymptotic, _mwu_exact_bound, _mwu_statistic, mannwhitney_pvalue
 
     rng = np.random.default_rng(21)
     for _ in range(1500):
-        n1, n2 = int(rng.integers(1, 40)), int(rng.integers(1, 450))
+        n1, n2 = int(rng.integers(1, 40)), int(rng.choice((rng.integers(1, 450), rng.integers(1, 12))))
         shape = int(rng.integers(0, 4))
         if shape == 0:
             x, y = rng.normal(0, 1, n1), rng.normal(rng.uniform(-2, 2), 1, n2)
@@ -151,10 +151,13 @@ def test_mannwhitney_pvalue_is_on_the_same_side_of_alpha_as_scipy():
             mine = _mwu_asymptotic(x, y, alternative)
             if mine is not None:
                 assert math.isclose(mine, reference, rel_tol=1e-9, abs_tol=1e-300)
+            found = _mwu_statistic(x, y, alternative)
+            if found is not None and found[-1]:        # scipy's exact distribution: the bound holds
+                assert _mwu_exact_bound(*found[:3]) >= reference * (1 - 1e-12)
             for alpha in (1e-3, 1e-6, 0.05, reference, reference * 1.5 * MWU_FACTOR):
                 p = mannwhitney_pvalue(x, y, alternative, alpha)
                 assert (p > alpha) == (reference > alpha) and (p <= alpha) == (reference <= alpha)
-                if alpha / MWU_FACTOR < 0.999 * reference < 1.001 * reference < alpha * MWU_FACTOR or mine is None:
+                if alpha / MWU_FACTOR < 0.999 * reference < 1.001 * reference < alpha * MWU_FACTOR or found is None:
                     assert p == reference or (p != p and reference != reference)
 
 
@@ -253,3 +256,24 @@ def test_loss_tail_bound_stops_only_hours_the_full_judgement_stops():
             fresh.tail_bound = math.inf
             assert kept._judge(hour * 3600.0 + 3600) == fresh._judge(hour * 3600.0 + 3600)
             assert kept.loss_kind == fresh.loss_kind and kept.episodes == fresh.episodes
+
+
+def test_window_medians_equal_the_argmax_search_on_each_rank():
+    """window_medians' one searchsorted finds what ranked_medians' argmax per rank finds, NaNs and all."""
+    from pathwatch.models.detectors.diurnal import _STARTS, _WIDTHS, DAY, ranked_medians
+
+    rng = np.random.default_rng(13)
+    for _ in range(400):
+        n = int(rng.integers(1, 200))
+        t = np.sort(rng.uniform(0, 4 * 86400.0, n))
+        if rng.random() < 0.3:
+            t = np.round(t / 3600.0) * 3600.0
+        x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(1, 4, n).astype(float)))
+        if rng.random() < 0.2:
+            x[rng.integers(0, n)] = rng.choice((np.nan, np.inf, -np.inf))
+        order = np.argsort(x, kind="stable")
+        xs, hours = x[order], (t[order] % DAY) / 3600.0
+        ranks_in = np.cumsum(((hours[None, :] - _STARTS[:, None]) % 24) < _WIDTHS[:, None], axis=1)
+        expected = (ranks_in[:, -1], ranked_medians(xs, ranks_in), ranked_medians(xs, np.arange(1, n + 1) - ranks_in))
+        for got, want in zip(window_medians(t, x), expected):
+            assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
