@@ -37,16 +37,27 @@ class SortedWindow:
     ``sorted`` lists equal values in arrival order, as ``sorted()`` of the window would, and
     the value leaving the window is the oldest, so it is the first of its equals there. NaNs
     cannot be kept in order; while the window holds one its median sorts the values afresh
-    (what ``statistics.median`` would do).
+    (what ``statistics.median`` would do). A float that replaces an equal one (a steady cadence's
+    gap) leaves ``sorted`` as it is when the window holds floats alone: equal non-zero floats are
+    the same number, so which of them stands where makes no difference.
     """
 
-    __slots__ = ("values", "sorted", "nans")
+    __slots__ = ("values", "sorted", "nans", "others")
 
     def __init__(self, maxlen: int, values: Iterable = ()):
         self.values: deque = deque(maxlen=maxlen)
         self.sorted: list = []
         self.nans = 0
+        self.others = 0          # values that are not floats
         self.extend(values)
+
+    def __setstate__(self, state) -> None:
+        """Restore a pickled window, also one pickled before the non-floats were counted."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in slots.items():
+            setattr(self, name, value)
+        if "others" not in slots:
+            self.others = sum(type(v) is not float for v in self.values)
 
     @property
     def maxlen(self) -> int | None:
@@ -56,11 +67,18 @@ class SortedWindow:
         values, ordered = self.values, self.sorted
         if len(values) == values.maxlen:
             oldest = values[0]
+            if value == oldest and not self.others and type(value) is float and value:
+                values.append(value)         # (the same number leaves and comes: sorted stays)
+                return
+            if type(oldest) is not float:
+                self.others -= 1
             if oldest != oldest:
                 self.nans -= 1
             else:
                 del ordered[bisect_left(ordered, oldest)]
         values.append(value)
+        if type(value) is not float:
+            self.others += 1
         if value != value:
             self.nans += 1
         else:
@@ -73,7 +91,7 @@ class SortedWindow:
     def clear(self) -> None:
         self.values.clear()
         self.sorted.clear()
-        self.nans = 0
+        self.nans = self.others = 0
 
     def median(self):
         """``statistics.median`` of the window (StatisticsError when empty)."""

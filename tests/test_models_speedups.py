@@ -277,3 +277,36 @@ def test_window_medians_equal_the_argmax_search_on_each_rank():
         expected = (ranks_in[:, -1], ranked_medians(xs, ranks_in), ranked_medians(xs, np.arange(1, n + 1) - ranks_in))
         for got, want in zip(window_medians(t, x), expected):
             assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_sorted_window_kept_when_an_equal_float_replaces_the_oldest_equals_statistics():
+    """Steady gaps (the same float leaving and arriving) keep ``sorted``; the median is still
+    statistics.median's, of the same type and sign, also once ints, zeros and NaNs come and go."""
+    import statistics
+    from collections import deque
+
+    from pathwatch.models.window import SortedWindow
+
+    def same(a, b) -> bool:
+        return (a != a and b != b) or (type(a) is type(b) and a == b and math.copysign(1, a) == math.copysign(1, b))
+
+    rng = random.Random(14)
+    for _ in range(300):
+        size = rng.randint(1, 14)
+        window, plain = SortedWindow(size), deque(maxlen=size)
+        steady = rng.choice((600.0, 3600.0, 0.5))
+        for _ in range(150):
+            value = rng.choice((steady, steady, steady, steady, steady + rng.random(), 600, 0.0, -0.0,
+                                math.nan if rng.random() < 0.05 else steady))
+            window.append(value)
+            plain.append(value)
+            assert window.others == sum(type(v) is not float for v in plain)
+            assert [v for v in window.sorted] == sorted(v for v in plain if v == v) or window.nans
+            assert same(window.median(), statistics.median(plain))
+    old = SortedWindow(3, [600.0, 600, 5.0])
+    state = (None, {"values": old.values, "sorted": old.sorted, "nans": old.nans})   # before "others"
+    restored = SortedWindow.__new__(SortedWindow)
+    restored.__setstate__(state)
+    assert restored.others == 1 and restored.median() == old.median()
+    copy = pickle.loads(pickle.dumps(old))
+    assert copy.others == 1 and list(copy) == list(old)
