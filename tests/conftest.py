@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +46,38 @@ def require_tool(name: str) -> str:
 
 # The one stream through the real pipeline (session-scoped), for the pipeline and dashboard tests.
 from tests.stack.streamed import stream  # noqa: E402,F401
+
+
+def listening(port: int) -> bool:
+    """Whether a local TCP socket listens on ``port``, read from /proc/net (no connection is made:
+    an iperf3 server takes any connection for a test client, and a probe's reset can fail the
+    real client that follows)."""
+    suffix = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(row.split()[1].endswith(suffix) and row.split()[3] == "0A" for row in rows):  # 0A: LISTEN
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def iperf3_server() -> Iterator[int]:
+    """A persistent iperf3 server on a free loopback port, listening when this yields the port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([require_tool("iperf3"), "-s", "-B", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not listening(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"iperf3 -s on port {port} did not start listening (exit {server.poll()})")
+            time.sleep(0.05)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

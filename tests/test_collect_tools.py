@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import require_tool
+from tests.conftest import iperf3_server, require_tool
 from pathwatch.ingest.parse import parse_value
 
 pytestmark = pytest.mark.tools
@@ -24,28 +23,11 @@ GROUPS = {"out": {"type": "disjoint", "a": ["here"], "b": ["loop"], "unidirectio
           "out2": {"type": "disjoint", "a": ["here"], "b": ["loop", "loop2"], "unidirectional": True}}  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def iperf3_port():
-    """A persistent iperf3 server on a free loopback port (a connect probe would use up a -1 server)."""
-    port = _free_port()
-    server = subprocess.Popen([require_tool("iperf3"), "-s", "-B", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        for _ in range(100):
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    """A persistent iperf3 server on a free loopback port."""
+    with iperf3_server() as port:
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def _test(name, kind, tool, group="out", **options) -> dict:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
 
 import pytest
 
 from pathwatch.ingest.errors import ParseError
 from pathwatch.ingest.registry import detect
 
-from .conftest import FIXTURES, envelope, parse_one, require_tool
+from .conftest import FIXTURES, envelope, iperf3_server, parse_one, require_tool
 
 
 def load(name: str) -> dict:
@@ -116,32 +114,14 @@ def test_same_run_parsed_twice_has_the_same_id_and_a_different_run_does_not():
     assert first.id == again.id != other.id
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.tools
 @pytest.mark.parametrize("extra", [[], ["-R", "-P", "2"], ["-u", "-b", "20M"]], ids=["tcp", "reverse-parallel", "udp"])
 def test_live_iperf3_on_loopback(extra):
     iperf3 = require_tool("iperf3")
-    port = str(_free_port())
-    server = subprocess.Popen(
-        [iperf3, "-s", "-B", "127.0.0.1", "-p", port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        for _ in range(100):  # wait until the server listens (the probe does not use up a test)
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", int(port))) == 0:
-                    break
-            time.sleep(0.05)
+    with iperf3_server() as port:
         out = subprocess.run(
-            [iperf3, "-c", "127.0.0.1", "-p", port, "-t", "1", "-J", *extra], capture_output=True, text=True, timeout=30
+            [iperf3, "-c", "127.0.0.1", "-p", str(port), "-t", "1", "-J", *extra], capture_output=True, text=True, timeout=30
         )
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     (rec,) = parse_one(envelope("iperf3", json.loads(out.stdout), source="client", destination="server"))
     assert rec.succeeded, rec.error
     assert rec.throughput_bps > 0 and len(rec.intervals) >= 1
