@@ -310,3 +310,32 @@ def test_sorted_window_kept_when_an_equal_float_replaces_the_oldest_equals_stati
     assert restored.others == 1 and restored.median() == old.median()
     copy = pickle.loads(pickle.dumps(old))
     assert copy.others == 1 and list(copy) == list(old)
+
+
+def test_rough_depth_bound_is_never_below_depth_bound():
+    from pathwatch.models.detectors.diurnal import rough_depth_bound
+
+    rng = random.Random(15)
+    for _ in range(3000):
+        n = rng.randint(1, 140)
+        awkward = rng.random() < 0.3
+        values = sorted(rng.choice((rng.uniform(0.1, 10.0), float(rng.randint(1, 4)), math.inf, 1e308, 5e-324,
+                                    math.nan if rng.random() < 0.1 else 1.0, -1.0 if rng.random() < 0.05 else 2.0))
+                        if awkward else rng.choice((rng.uniform(0.5, 1.0), rng.uniform(0.9, 1.1))) for _ in range(n))
+        for lower_is_worse in (True, False):
+            for min_in in (3, 4, 5):
+                rough, exact = rough_depth_bound(values, lower_is_worse, min_in), depth_bound(values, lower_is_worse, min_in)
+                assert rough >= exact or (rough != rough and exact == -math.inf), (values, lower_is_worse, min_in)
+
+
+def test_levels_mad_mapped_equals_the_listed_deviations():
+    from pathwatch.models.detectors.levels import mad
+    from pathwatch.models.window import median
+
+    rng = random.Random(16)
+    for _ in range(2000):
+        values = [rng.choice((rng.gauss(20, 3), float(rng.randint(1, 5)), rng.randint(1, 5), 0.0, -0.0,
+                              math.nan if rng.random() < 0.02 else 7.5)) for _ in range(rng.randint(1, 30))]
+        center = median(values)
+        got, want = mad(values), median([abs(v - center) for v in values])
+        assert (got != got and want != want) or (type(got) is type(want) and got == want)

@@ -25,6 +25,7 @@ never fall into the busy hours), are judged on the latency tests' queueing alone
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from dataclasses import dataclass
 
@@ -170,6 +171,29 @@ def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> flo
     if size >= _VECTOR_FROM and all(type(v) is float for v in sorted_x):
         return _depth_bound_vectorised(sorted_x, lower_is_worse, min_in)
     return _depth_bound_loop(sorted_x, lower_is_worse, min_in)
+
+
+_HALF_MAX = sys.float_info.max / 2
+
+
+def rough_depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
+    """No lower than :func:`depth_bound`, from two values: every window size's inside median is
+    no lower than the ``(min_in + 1) // 2``-th smallest value and its outside median no higher
+    than the ``min_in``-th largest (mirrored when higher is worse). ``inf`` where depth_bound has
+    no bound or its search is empty.
+
+    >>> rough_depth_bound([1.0, 5.0, 6.0, 6.0, 6.0, 6.0, 6.0, 9.0, 10.0], True, 3), depth_bound([1.0, 5.0, 6.0, 6.0, 6.0, 6.0, 6.0, 9.0, 10.0], True, 3)
+    (0.16666666666666663, 0.16666666666666663)
+    """
+    size = len(sorted_x)
+    if size < 3 * min_in or not sorted_x[0] > 0 or not sorted_x[-1] < _HALF_MAX:
+        return math.inf                     # (a median of two huge values may overflow to inf)
+    total = sum(sorted_x)
+    if total != total:                      # (a NaN among positive values)
+        return math.inf
+    if lower_is_worse:
+        return 1 - sorted_x[(min_in + 1) // 2 - 1] / sorted_x[size - min_in]
+    return sorted_x[size - (min_in + 1) // 2] / sorted_x[min_in - 1] - 1
 
 
 def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
@@ -345,7 +369,7 @@ class DiurnalDetector(Detector):
             return False
         x.sort()
         needed = p.depth if lower_is_worse else p.queue_factor - 1
-        return depth_bound(x, lower_is_worse, min_in) >= needed
+        return rough_depth_bound(x, lower_is_worse, min_in) >= needed and depth_bound(x, lower_is_worse, min_in) >= needed
 
     def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int,
                medians: tuple | None = None) -> dict | None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import repeat
+from operator import sub
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
@@ -53,9 +55,13 @@ class LevelParams(Params):
 
 
 def mad(values, center: float | None = None) -> float:
-    """Median absolute deviation from ``center`` (by default the median of ``values``)."""
+    """Median absolute deviation from ``center`` (by default the median of ``values``).
+
+    >>> mad([1.0, 2.0, 4.0, 9.0])
+    1.5
+    """
     m = median(values) if center is None else center
-    return median([abs(v - m) for v in values])
+    return median(map(abs, map(sub, values, repeat(m))))      # (abs(v - m) of each, mapped in C)
 
 
 class _Shift:
