@@ -110,7 +110,8 @@ def states_to_emit(anomalies: list[Anomaly]) -> list[Anomaly]:
     ...                  summary="Loss stepped.", evidence={})
     >>> b = Anomaly.open("no_data", "x", "y", start=5.0, detected_at=20.0, severity="info", score=0.1,
     ...                  summary="Silent.", evidence={})
-    >>> [(x.kind, x.end) for x in states_to_emit([a, b, a.grown(severity="major", score=0.9, summary="More.", evidence={}), a.closed(99.0)])]
+    >>> worse = a.grown(severity="major", score=0.9, summary="More.", evidence={})
+    >>> [(x.kind, x.end) for x in states_to_emit([a, b, worse, a.closed(99.0)])]
     [('loss_step', None), ('loss_step', 99.0), ('no_data', None)]
     """
     first: dict[str, Anomaly] = {}
@@ -120,4 +121,3 @@ def states_to_emit(anomalies: list[Anomaly]) -> list[Anomaly]:
         last[anomaly.id] = anomaly
     return [state for aid, opened in first.items()
             for state in ((opened,) if last[aid] is opened else (opened, last[aid]))]
-
