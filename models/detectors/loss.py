@@ -330,26 +330,29 @@ class LossDetector(Detector):
 
     # ------------------------------------------------------------------ latency loss
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:
-        if not obs.ok or obs.sent == 0 or obs.lost >= obs.sent:
+        lost, sent = obs.lost, obs.sent
+        if not obs.ok or sent == 0 or lost >= sent:
             return []
         hour = int(obs.t // 3600)
         out: list[Anomaly] = []
-        if self.current is not None and hour != self.current[0]:
-            self._add_bin(tuple(self.current))
+        current = self.current
+        if current is not None and hour != current[0]:
+            self._add_bin(tuple(current))
             if self.current_spread is not None:
                 self.spread.append(tuple(self.current_spread))
             out = self._judge(obs.t)
-            self.current = self.current_spread = None
-        if self.current is None:
-            self.current = [hour, 0, 0]
-        self.current[1] += obs.lost
-        self.current[2] += obs.sent
-        if obs.sent >= self.p.spread_min_packets:
-            if self.current_spread is None:
-                self.current_spread = [hour, 0, 0, 0]
-            self.current_spread[1] += 1
-            self.current_spread[2] += obs.lost == 0
-            self.current_spread[3] += obs.sent
+            self.current = self.current_spread = current = None
+        if current is None:
+            self.current = current = [hour, 0, 0]
+        current[1] += lost
+        current[2] += sent
+        if sent >= self.p.spread_min_packets:
+            spread = self.current_spread
+            if spread is None:
+                self.current_spread = spread = [hour, 0, 0, 0]
+            spread[1] += 1
+            spread[2] += lost == 0
+            spread[3] += sent
         return out
 
     def _add_bin(self, hour_bin: tuple[int, int, int]) -> None:

@@ -251,7 +251,11 @@ class RouteDetector(Detector):
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.recent_delays.append(delay)
-            pending = self._pending_tool()
+            pending = None                       # the first tool with a pending candidate route
+            for tool in self.tools.values():
+                if tool.candidate is not None:
+                    pending = tool
+                    break
             step = self._owd_step(self.quiet_before) if pending is not None else None
             if step is not None:
                 # The delay step arrived after the candidate trace: it confirms the change now,
@@ -263,13 +267,6 @@ class RouteDetector(Detector):
         if self.failures or "unreachable" in self.episodes:
             return self._success(obs.t, "latency packets returned")
         return []
-
-    def _pending_tool(self) -> _ToolRoutes | None:
-        """The first tool with a pending candidate route, if any."""
-        for tool in self.tools.values():
-            if tool.candidate is not None:
-                return tool
-        return None
 
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         if obs.ok and obs.bps and (self.failures or "unreachable" in self.episodes):
