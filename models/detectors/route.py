@@ -349,7 +349,7 @@ class RouteDetector(Detector):
         reached = bool(obs.reached)
         known, gaps = tool.best(tool.known, route, reached)
         # An open change ends when an old route comes back, or when the new one has settled in.
-        if self.is_open("route_change") and tool.changed_at is not None:
+        if "route_change" in self.episodes and tool.changed_at is not None:
             if known is not None and any(known is v for v in tool.changed_from):
                 out += self._end_change(tool, obs.t, "the previous route returned")
             elif obs.t - tool.changed_at >= self.p.settle_s:
@@ -379,10 +379,11 @@ class RouteDetector(Detector):
                 if tool.candidate is not None or self.is_open("route_change"):
                     return out
             known.last, known.count = obs.t, known.count + 1
-            if known.usual_delay() is None and self.recent_delays and not self.is_open("route_change"):
-                known.delay = self.recent_delays[-1]
-            if obs.reached and obs.last_rtt_ms is not None and not self.is_open("route_change"):
-                self.rtts.append(obs.last_rtt_ms)
+            if "route_change" not in self.episodes:
+                if known.usual_delay() is None and self.recent_delays:
+                    known.delay = self.recent_delays[-1]
+                if obs.reached and obs.last_rtt_ms is not None:
+                    self.rtts.append(obs.last_rtt_ms)
             return out
         if not tool.known:                       # every route forgotten (a long silence): learn anew
             tool.first_seen, tool.candidate = obs.t, None

@@ -135,7 +135,10 @@ class SilenceDetector(Detector):
         )
 
     def observe(self, obs) -> list[Anomaly]:
-        kind = series_of(obs)
+        if type(obs) is LatencyObs:         # (series_of's answer for the commonest type, inlined)
+            kind = "latency" if obs.one_way else "ping"
+        else:
+            kind = series_of(obs)
         t = obs.t
         cadence = self.cadences.get(kind)
         if cadence is None:
