@@ -73,26 +73,27 @@ class ClockDetector(Detector):
             reasons = []                   # (what _instant finds in a plausible sample, cheaper)
         else:
             reasons = self._instant(obs)
-        if obs.loss is None or obs.loss < 0.5:
+        loss = obs.loss
+        if loss is None or loss < 0.5:
             self.floor.append((obs.t, delay))
             self.floor_values.append(delay)
             low, high = self.floor_bounds
             if not low <= delay <= high:
                 self.floor_bounds = _widened(self.floor_bounds, delay)
-        drift = None if reasons else self._drift()
-        if drift is not None:
+        if not reasons:
+            drift = self._drift()
+            if drift is None:               # a good sample
+                self.recent.append(False)
+                self.good = good = self.good + 1
+                if good >= p.good_needed:
+                    if self.first_bad is not None or self.facts:
+                        self.first_bad, self.facts = None, {}
+                    if "clock_error" in self.episodes:
+                        return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
+                return []
             reasons.append(f"delay floor drifting {drift:+.1f} ms/h")
             self.facts["drift_ms_per_h"] = round(drift, 2)
-        bad = bool(reasons)
-        self.recent.append(bad)
-        if not bad:
-            self.good += 1
-            if self.good >= p.good_needed:
-                if self.first_bad is not None or self.facts:
-                    self.first_bad, self.facts = None, {}
-                if "clock_error" in self.episodes:
-                    return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
-            return []
+        self.recent.append(True)
         self.good = 0
         if not self.is_open("clock_error") and not any(list(self.recent)[:-1]):
             self.first_bad = obs.t      # the first bad sample of this run of bad ones
