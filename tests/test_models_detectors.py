@@ -482,6 +482,27 @@ def test_a_two_member_lag_half_the_runs_degraded_at_random_is_a_lag_signature():
     assert found_k2 >= 8, f"{found_k2} of 10"
 
 
+def test_a_failing_member_on_a_path_whose_congestion_costs_runs_half_their_rate():
+    """One run in 15 loses 40-75 % of its rate to congestion (the path's own history learns that
+    rate of bad runs); from day 8 the flows hashed onto a failing member of six collapse to a few
+    percent. All bad runs together are barely more than such a path sees; the collapsed ones are
+    far more than its history of collapses explains. Found on most of twelve such series."""
+    found = 0
+    for seed in range(300, 312):
+        rng = np.random.default_rng(seed)
+        onset, runs = T0 + 8 * DAY, []
+        for t, b in throughput_series(rng, 14):
+            if t >= onset and rng.random() < 1 / 6:
+                runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
+            elif rng.random() < 1 / 15:
+                runs.append(run(t, b * rng.uniform(0.25, 0.6), retransmits=int(rng.integers(200, 1500))))
+            else:
+                runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+        hits = [a for a in detect(runs) if a.kind == "rising_loss"]
+        found += len(hits) == 1 and hits[0].start >= onset - DAY
+    assert found >= 7, f"{found} of 12"
+
+
 def test_busy_hour_degradation_is_not_a_lag_signature():
     rng = np.random.default_rng(16)
     runs = []

@@ -21,6 +21,9 @@ of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac``
 spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
 in a row is a level change that came and went, not 1 in k; and the runs right beside them at
 the clean rate: slow too, it is a drop), ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
+They must be more than the path's own outliers explain (a binomial test against its history);
+on a path whose congestion often costs a run half its rate, the runs that collapsed below
+``lag_deep`` of the clean rate are judged against its history of collapses instead.
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ class LossParams(Params):
     lag_retrans_min: int = 50        # ... and at least this many, at a rate 2 x lag_rate_drop below
     lag_rate_drop: float = 0.15      # runs this far below the clean median are not clean
     lag_outlier_rate: float = 0.02   # degraded runs expected on a healthy path
+    lag_deep: float = 0.15           # a run below this fraction of the clean rate collapsed (a flow on a
+                                     # failing member); congestion rarely costs a run that much
     lag_alpha: float = 1e-4
     stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
     lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
@@ -298,6 +303,7 @@ class LossDetector(Detector):
         self.runs: deque[tuple[float, bool, float, int]] = deque(maxlen=self.p.lag_runs)
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
+        self.history_collapsed = 0                      # ... of which collapsed (lag_deep)
 
     def __getstate__(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if key != "neighbours"}
@@ -319,6 +325,8 @@ class LossDetector(Detector):
             self.recent_rates = SortedWindow(recent_hours, map(_rate, bins[-recent_hours:]))
         if "clean_sorted" not in state:     # pickled before the clean runs were kept in order
             self.clean_sorted = _CleanRuns(self.clean)
+        if "history_collapsed" not in state:  # pickled before collapsed runs were counted apart
+            self.history_collapsed = 0
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -566,8 +574,10 @@ class LossDetector(Detector):
         if not degraded and obs.bps >= (1 - p.lag_rate_drop) * clean_bps:
             self._add_clean(obs)
         if len(self.runs) == self.runs.maxlen:      # the run leaving the window joins the path's history
+            leaving = self.runs[0]
             self.history_runs += 1
-            self.history_degraded += self.runs[0][1]
+            self.history_degraded += leaving[1]
+            self.history_collapsed += leaving[2] < p.lag_deep * clean_bps
         self.runs.append((obs.t, degraded, obs.bps, obs.retransmits))
         if self.lag_open:
             recent = list(self.runs)[-(p.lag_runs // 2):]
@@ -598,7 +608,9 @@ class LossDetector(Detector):
         usual = p.lag_outlier_rate
         if self.history_runs >= p.lag_runs // 2:
             usual = max(usual, self.history_degraded / self.history_runs)
-        if tail_exceeds(len(flags), n, usual, p.lag_alpha) or self._busy_hours(flags) or self._bunched():
+        if tail_exceeds(len(flags), n, usual, p.lag_alpha) and not self._collapses_stand_out(flags, n, clean_bps):
+            return []
+        if self._busy_hours(flags) or self._bunched():
             return []
         k = max(2, round(1 / frac))
         self.lag_open = True
@@ -612,6 +624,20 @@ class LossDetector(Detector):
                       "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
                       "degraded_times": [from_epoch(r[0]) for r in flags][:8]},
         )
+
+    def _collapses_stand_out(self, flags: list, n: int, clean_bps: float) -> bool:
+        """Whether the runs that collapsed (below ``lag_deep`` of the clean rate) are more than the
+        path's own collapses explain. On a path whose congestion now and then costs a run half its
+        rate, all bad runs together may be no more than usual while the flows hashed onto a failing
+        member, which collapse, are."""
+        p = self.p
+        collapsed = sum(1 for r in flags if r[2] < p.lag_deep * clean_bps)
+        if collapsed < p.lag_min_runs:
+            return False
+        usual = p.lag_outlier_rate
+        if self.history_runs >= p.lag_runs // 2:
+            usual = max(usual, self.history_collapsed / self.history_runs)
+        return not tail_exceeds(collapsed, n, usual, p.lag_alpha)
 
     def _add_clean(self, obs: ThroughputObs) -> None:
         self.clean.append((obs.bps, obs.retransmits))
