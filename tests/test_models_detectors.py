@@ -331,6 +331,16 @@ def test_loss_step_from_zero_to_a_constant():
     assert abs(found[0].start - onset) <= HOUR and found[0].detected_at - onset <= 12 * HOUR
 
 
+def test_a_step_that_starts_within_an_hour_is_named_within_hours():
+    """The step starts 25 minutes into an hour: that hour's first samples lost nothing, which is no
+    sign of bursts (the hour holds the change), so the step is named after its first hours."""
+    rng = np.random.default_rng(12)
+    onset = T0 + 4 * DAY + 25 * 60
+    found = detect(_loss_series(rng, 7, lambda t: 3e-3 if t >= onset else 1e-6))
+    assert kinds(found) == ["loss_step"]
+    assert found[0].detected_at - onset <= 12 * HOUR
+
+
 def test_a_few_lossy_samples_over_some_hours_are_bursts_not_a_step():
     """Six hours where four 10-minute samples each lose 3-7 % and the other 32 lose nothing: the
     hours' rate (0.6 %) would leave hardly any 6,000-packet sample lossless if it were steady."""
