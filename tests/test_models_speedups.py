@@ -81,16 +81,23 @@ def test_loss_state_pickled_before_the_reference_sums_restores_them():
     assert copy.reference_sums == detector.reference_sums
 
 
+def _runs_over_days(rng, low: int, high: int, odd_share: float = 0.0, odd=(np.nan,)):
+    """Random (t, x) of ``low``..``high`` runs over 4 days, on the hour 3 times in 10 (the windows'
+    edges), rates or small ints, one value replaced by one of ``odd`` ``odd_share`` of the time."""
+    n = int(rng.integers(low, high))
+    t = np.sort(rng.uniform(0, 4 * 86400.0, n))
+    if rng.random() < 0.3:
+        t = np.round(t / 3600.0) * 3600.0
+    x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(1, 4, n).astype(float)))
+    if rng.random() < odd_share:
+        x[rng.integers(0, n)] = rng.choice(odd)
+    return t, x
+
+
 def test_busy_window_on_shared_medians_equals_busy_window_alone():
     rng = np.random.default_rng(11)
     for _ in range(300):
-        n = int(rng.integers(2, 120))
-        t = np.sort(rng.uniform(0, 4 * 86400.0, n))
-        if rng.random() < 0.3:
-            t = np.round(t / 3600.0) * 3600.0        # on the hour: the windows' edges
-        x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(1, 4, n).astype(float)))
-        if rng.random() < 0.1:
-            x[rng.integers(0, n)] = np.nan
+        t, x = _runs_over_days(rng, 2, 120, odd_share=0.1)
         medians = window_medians(t, x)
         for lower_is_worse in (True, False):
             for min_in in (3, 4):
@@ -264,13 +271,8 @@ def test_window_medians_equal_the_argmax_search_on_each_rank():
 
     rng = np.random.default_rng(13)
     for _ in range(400):
-        n = int(rng.integers(1, 200))
-        t = np.sort(rng.uniform(0, 4 * 86400.0, n))
-        if rng.random() < 0.3:
-            t = np.round(t / 3600.0) * 3600.0
-        x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(1, 4, n).astype(float)))
-        if rng.random() < 0.2:
-            x[rng.integers(0, n)] = rng.choice((np.nan, np.inf, -np.inf))
+        t, x = _runs_over_days(rng, 1, 200, odd_share=0.2, odd=(np.nan, np.inf, -np.inf))
+        n = len(t)
         order = np.argsort(x, kind="stable")
         xs, hours = x[order], (t[order] % DAY) / 3600.0
         ranks_in = np.cumsum(((hours[None, :] - _STARTS[:, None]) % 24) < _WIDTHS[:, None], axis=1)
