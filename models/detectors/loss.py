@@ -607,9 +607,7 @@ class LossDetector(Detector):
         if all(r[1] for r in list(self.runs)[-p.lag_streak:]):
             return []                      # a streak of bad runs is a level change in progress, not 1 in k
         # Against the path's own outlier rate when it has a history: a noisy path is not a LAG.
-        usual = p.lag_outlier_rate
-        if self.history_runs >= p.lag_runs // 2:
-            usual = max(usual, self.history_degraded / self.history_runs)
+        usual = self._usual_rate(self.history_degraded)
         if tail_exceeds(len(flags), n, usual, p.lag_alpha) and not self._collapses_stand_out(flags, n, clean_bps):
             return []
         if self._busy_hours(flags) or self._bunched():
@@ -636,10 +634,16 @@ class LossDetector(Detector):
         collapsed = sum(1 for r in flags if r[2] < p.lag_deep * clean_bps)
         if collapsed < p.lag_min_runs:
             return False
-        usual = p.lag_outlier_rate
+        return not tail_exceeds(collapsed, n, self._usual_rate(self.history_collapsed), p.lag_alpha)
+
+    def _usual_rate(self, history_count: int) -> float:
+        """The share of runs expected to be bad (``history_count`` of the runs older than the LAG
+        window): ``lag_outlier_rate``, or the path's own rate when it has half a window of history
+        and that is higher."""
+        p = self.p
         if self.history_runs >= p.lag_runs // 2:
-            usual = max(usual, self.history_collapsed / self.history_runs)
-        return not tail_exceeds(collapsed, n, usual, p.lag_alpha)
+            return max(p.lag_outlier_rate, history_count / self.history_runs)
+        return p.lag_outlier_rate
 
     def _add_clean(self, obs: ThroughputObs) -> None:
         self.clean.append((obs.bps, obs.retransmits))
