@@ -185,8 +185,7 @@ def down(config: StackConfig | None = None, wipe: bool = False,
         for part in reversed(components(config, names)):
             stopped[part.name] = part.stop()
         if wipe:  # every component's data, also RT's when tickets are off now but were on before
-            kinds = [kind(config) for kind in COMPONENTS + TICKET_COMPONENTS] if names is None else components(config, names)
-            for part in kinds:
+            for part in components(config, names if names is not None else ALL_NAMES):
                 for path in part.data_paths():
                     _remove(path)
     return stopped
