@@ -411,3 +411,22 @@ def test_mtr_hubs_read_as_before():
         value = mutated.get("hubs")
         if isinstance(value, list):
             assert _outcome(_hops, value) == _outcome(_mtr_hops_checked, value), value
+
+
+def test_delay_stats_keep_their_order_and_match_statistics():
+    """min <= median <= p95 <= max on every input, p95 within rounding of ``statistics.quantiles``.
+
+    Equal delays are the case that broke it: ping on loopback printed three replies of 0.038 ms,
+    and statistics' weighted sum made the p95 0.03799999999999999, below the median.
+    """
+    assert _stats.delay_stats([0.038, 0.038, 0.038])["delay_p95_ms"] == 0.038
+    rng = random.Random(8)
+    for _ in range(20_000):
+        values = [rng.choice([0.038, 0.1, 1e-3, 12.345, round(rng.uniform(0, 50), rng.randrange(0, 4))])
+                  for _ in range(rng.randrange(1, 30))]  # fmt: skip
+        stats = _stats.delay_stats(values)
+        assert stats["delay_min_ms"] <= stats["delay_median_ms"] <= stats["delay_p95_ms"] <= stats["delay_max_ms"], values
+        assert stats["jitter_ms"] >= 0
+        if len(values) > 1:
+            reference = statistics.quantiles(values, n=20, method="inclusive")[18]
+            assert stats["delay_p95_ms"] == pytest.approx(reference, rel=1e-12, abs=1e-15), values

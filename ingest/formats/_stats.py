@@ -37,7 +37,10 @@ def delay_stats(delays_ms: list[float]) -> dict[str, float | None]:
     middle = ordered[half] if count % 2 else (ordered[half - 1] + ordered[half]) / 2  # statistics.median
     if count > 1:  # statistics.quantiles(n=20, method="inclusive")[18], computed on the one sorted copy
         low, delta = divmod(19 * (count - 1), 20)
-        p95 = (ordered[low] * (20 - delta) + ordered[low + 1] * delta) / 20
+        # Written as a step up from the lower value and clamped, so that equal neighbours give that
+        # value exactly (statistics' weighted sum gives 0.038 * 3 -> 0.03799999999999999) and the
+        # order min <= median <= p95 <= max survives rounding.
+        p95 = min(max(ordered[low] + (ordered[low + 1] - ordered[low]) * delta / 20, middle), ordered[-1])
     else:
         p95 = delays_ms[0]
     return {
