@@ -63,13 +63,15 @@ class SortedWindow:
     def maxlen(self) -> int | None:
         return self.values.maxlen
 
-    def append(self, value) -> None:
+    def append(self, value) -> bool:
+        """Add ``value`` (the oldest leaves a full window); False when ``sorted`` and the median
+        surely stay as they were (with a NaN in the window its median depends on the order)."""
         values, ordered = self.values, self.sorted
         if len(values) == values.maxlen:
             oldest = values[0]
             if value == oldest and not self.others and type(value) is float and value:
                 values.append(value)         # (the same number leaves and comes: sorted stays)
-                return
+                return self.nans > 0
             if type(oldest) is not float:
                 self.others -= 1
             if oldest != oldest:
@@ -83,6 +85,7 @@ class SortedWindow:
             self.nans += 1
         else:
             insort(ordered, value)
+        return True
 
     def extend(self, values: Iterable) -> None:
         for value in values:

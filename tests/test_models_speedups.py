@@ -341,3 +341,187 @@ def test_levels_mad_mapped_equals_the_listed_deviations():
         center = median(values)
         got, want = mad(values), median([abs(v - center) for v in values])
         assert (got != got and want != want) or (type(got) is type(want) and got == want)
+
+
+def _same(a, b) -> bool:
+    """The same number: value, type and sign (NaNs alike)."""
+    return (a != a and b != b) or (type(a) is type(b) and a == b and math.copysign(1, a) == math.copysign(1, b))
+
+
+def test_sorted_window_append_false_only_when_sorted_and_median_stay():
+    import statistics
+    from collections import deque
+
+    from pathwatch.models.window import SortedWindow
+
+    rng = random.Random(17)
+    kept = 0
+    for _ in range(300):
+        size = rng.randint(1, 14)
+        window, plain = SortedWindow(size), deque(maxlen=size)
+        steady = rng.choice((600.0, 3600.0, 6.8))
+        for _ in range(150):
+            value = rng.choice((steady, steady, steady, steady, steady + 0.1, 600, 0.0, -0.0,
+                                math.nan if rng.random() < 0.05 else steady))
+            before_sorted, before_median = list(window.sorted), window.median() if len(window) else None
+            plain.append(value)
+            if not window.append(value):
+                kept += 1
+                assert window.sorted == before_sorted and _same(window.median(), before_median)
+            assert _same(window.median(), statistics.median(plain))
+    assert kept > 1000
+
+
+def test_silence_kept_wait_gives_the_due_times_worked_out_afresh():
+    """The wait a cadence keeps while its gaps do not move: the same due times and anomalies as a
+    detector that works the wait out anew at every observation, and as _due says."""
+    from pathwatch.models.detectors.silence import _UNKNOWN, SilenceDetector
+    from tests.detector_series import T0, latency, run, trace
+
+    rng = random.Random(18)
+    for _ in range(40):
+        kept, fresh = SilenceDetector("a", "b"), SilenceDetector("a", "b")
+        t = {"latency": T0, "tracepath": T0 + 100, "throughput": T0 + 200}
+        every = {"latency": 600.0, "tracepath": 3600.0, "throughput": rng.choice((7200.0, 7200))}
+        for _ in range(400):
+            kind = rng.choice(("latency", "latency", "latency", "tracepath", "throughput"))
+            t[kind] += rng.choice((every[kind], every[kind], every[kind], every[kind] + rng.randint(-9, 9),
+                                   every[kind] * rng.choice((2, 5, 40)), 0.0, -1.0))
+            obs = (latency(t[kind], 5.0) if kind == "latency" else trace(t[kind], ["r1", "r2"], tool=kind)
+                   if kind == "tracepath" else run(t[kind], 9e9))
+            now = obs.t
+            for detector in (kept, fresh):
+                if detector.deadline() is not None and detector.deadline() < now:
+                    assert detector.on_time(detector.deadline()) is not None
+            for cadence in fresh.cadences.values():
+                cadence.wait = _UNKNOWN
+            assert kept.observe(obs) == fresh.observe(obs)
+            assert kept.dues == fresh.dues and kept.deadline() == fresh.deadline()
+            assert kept.episodes == fresh.episodes
+            key = "latency" if kind == "latency" else kind
+            assert kept.dues[key] == kept._due(key)
+        copy = pickle.loads(pickle.dumps(kept))
+        assert all(c.wait is _UNKNOWN for c in copy.cadences.values()) and copy.dues == kept.dues
+
+
+class _PlainShift:
+    """levels' _Shift as it was: a deque whose median and MAD are worked out afresh every REFRESH adds."""
+
+    REFRESH = 4
+
+    def __init__(self, size: int):
+        from collections import deque
+
+        self.base, self._cached, self._adds = deque(maxlen=size), None, 0
+
+    def add(self, value) -> None:
+        self.base.append(value)
+        self._adds += 1
+        if self._adds >= self.REFRESH or len(self.base) < self.base.maxlen:
+            self._cached, self._adds = None, 0
+
+    def rebase(self, values) -> None:
+        self.base.clear()
+        self.base.extend(values)
+        self._cached, self._adds = None, 0
+
+    def reference(self, k: float, floor: float, rel: float):
+        from pathwatch.models.detectors.levels import mad
+        from pathwatch.models.window import median
+
+        if self._cached is None:
+            m = median(self.base)
+            self._cached = m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base, m))
+        return self._cached
+
+
+def test_levels_shift_on_sorted_values_equals_the_plain_recomputation():
+    from pathwatch.models.detectors.levels import _Shift
+
+    rng = random.Random(19)
+    for _ in range(200):
+        size = rng.choice((3, 6, 24))
+        shift, plain = _Shift(size), _PlainShift(size)
+        steady = rng.choice((6.8, 20.0, 9e9))
+        for _ in range(300):
+            roll = rng.random()
+            if roll < 0.02:
+                values = [rng.choice((steady, steady * 1.1, 7)) for _ in range(rng.randint(0, size + 2))]
+                shift.rebase(iter(values))
+                plain.rebase(iter(values))
+                continue
+            value = rng.choice((steady, steady, steady, steady, steady * 1.01, steady * 0.9, round(steady), 0.0,
+                                -0.0, math.nan if rng.random() < 0.02 else steady, rng.gauss(steady, 1)))
+            shift.add(value)
+            plain.add(value)
+            if rng.random() < 0.7:
+                k, floor, rel = (4.0, 1.0, 0.05) if steady < 100 else (2.5, 0.0, 0.3)
+                got, want = shift.reference(k, floor, rel), plain.reference(k, floor, rel)
+                assert _same(got[0], want[0]) and _same(got[1], want[1]), (got, want, list(plain.base))
+        copy = pickle.loads(pickle.dumps(shift))
+        assert all(map(_same, copy.base, shift.base)) and copy._moved and copy._worked is None
+
+
+def test_levels_shift_pickled_with_a_deque_restores_a_sorted_window():
+    from collections import deque
+
+    from pathwatch.models.detectors.levels import _Shift
+    from pathwatch.models.window import SortedWindow
+
+    old = _Shift.__new__(_Shift)
+    old.__setstate__((None, {"base": deque([5.0, 3.0, 4.0], maxlen=24), "pending": [], "frozen": None,
+                             "_cached": None, "_adds": 0}))
+    assert isinstance(old.base, SortedWindow) and old.base.maxlen == 24 and old.base.sorted == [3.0, 4.0, 5.0]
+    assert old.reference(4.0, 1.0, 0.05)[0] == 4.0
+
+
+def test_route_first_known_route_shortcut_is_what_best_finds():
+    """When the first known route is the trace's own (and some hop answers), best finds it with no gaps."""
+    from pathwatch.models.detectors.route import SILENT, _ToolRoutes, _Variant
+    from tests.detector_series import T0, trace
+
+    rng = random.Random(20)
+    hit = 0
+    for _ in range(3000):
+        pool = ("r1", "r2", "r3", "x", None, SILENT)
+        variants = []
+        for _ in range(rng.randint(1, 4)):
+            variant = _Variant(trace(T0, [rng.choice(pool[:5]) for _ in range(rng.randint(1, 5))],
+                                     reached=rng.random() < 0.7))
+            if rng.random() < 0.2:
+                variant.hops = tuple(rng.choice(pool) for _ in variant.hops)
+            variants.append(variant)
+        route = variants[0].hops if rng.random() < 0.6 else tuple(rng.choice(pool[:5]) for _ in range(rng.randint(0, 5)))
+        reached = rng.random() < 0.7
+        if variants[0].hops == route and route.count(None) != len(route):
+            hit += 1
+            assert _ToolRoutes.best(variants, route, reached) == (variants[0], 0)
+    assert hit > 1000
+
+
+def test_clock_inlined_drift_test_answers_only_where_drift_does_at_once():
+    """Where observe answers 'no drift' without calling _drift, _drift answers None too, and
+    leaves the floor's bounds as they are."""
+    from pathwatch.models.detectors.clock import ClockDetector
+    from tests.detector_series import T0, latency
+
+    rng = random.Random(21)
+    skipped = 0
+    for _ in range(40):
+        detector = ClockDetector("a", "b")
+        called = []
+        plain = detector._drift
+        detector._drift = lambda: called.append(1) or plain()
+        level, slope = 20.0, rng.choice((0.0, 0.0, 1.0, 4.0, -5.0, 12.0))
+        for i in range(300):
+            level += slope / 6 + rng.choice((0.0, 0.0, rng.gauss(0, 0.3), rng.choice((-8.0, 8.0))))
+            level = min(max(level, 1.0), 4000.0)        # (plausible delays: observe's drift test runs)
+            obs = latency(T0 + 600 * i + rng.choice((0, 0, rng.random())), level,
+                          lost=rng.choice((0, 0, 0, 3500)))
+            called.clear()
+            detector.observe(obs)
+            if not called:
+                skipped += 1
+                bounds = detector.floor_bounds
+                assert plain() is None and detector.floor_bounds == bounds
+    assert skipped > 1000

@@ -81,7 +81,13 @@ class ClockDetector(Detector):
             if not low <= delay <= high:
                 self.floor_bounds = _widened(self.floor_bounds, delay)
         if not reasons:
-            drift = self._drift()
+            floor = self.floor
+            if len(floor) < p.drift_window:
+                drift = None                # (_drift's first two answers, inlined: this runs per sample)
+            else:
+                low, high = self.floor_bounds
+                least = p.drift_ms_per_h * ((floor[-1][0] - floor[0][0]) / 3600.0) * 0.5
+                drift = None if high - low < least else self._drift()
             if drift is None:               # a good sample
                 self.recent.append(False)
                 self.good = good = self.good + 1

@@ -26,7 +26,7 @@ from operator import sub
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
-from pathwatch.models.window import median
+from pathwatch.models.window import SortedWindow, median
 
 
 @dataclass(frozen=True)
@@ -67,18 +67,34 @@ def mad(values, center: float | None = None) -> float:
 class _Shift:
     """A robust level-shift tracker for one series: baseline values and the current run of outliers."""
 
-    __slots__ = ("base", "pending", "frozen", "_cached", "_adds")
+    __slots__ = ("base", "pending", "frozen", "_cached", "_adds", "_worked", "_moved")
     REFRESH = 4  # values added between recomputations of the baseline median and MAD
 
     def __init__(self, size: int):
-        self.base: deque[float] = deque(maxlen=size)
+        # (kept in sorted order too: the median needs no sort, and an equal value replacing the
+        # oldest leaves the median and MAD as they were)
+        self.base = SortedWindow(size)
         self.pending: list[tuple[float, float]] = []   # (t, value) beyond the baseline, same direction
         self.frozen: tuple[float, float] | None = None  # (median, threshold) while a shift is open
         self._cached: tuple[float, float] | None = None
         self._adds = 0
+        # The last (median, threshold) worked out, and whether the baseline's values moved since:
+        # a recomputation of values that did not move gives it again.
+        self._worked: tuple[float, float] | None = None
+        self._moved = True
+
+    def __setstate__(self, state) -> None:
+        """Restore a pickled tracker, also one pickled when the baseline was a plain deque."""
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in slots.items():
+            setattr(self, name, value)
+        if not isinstance(self.base, SortedWindow):
+            self.base = SortedWindow(self.base.maxlen, self.base)
+        self._worked, self._moved = None, True
 
     def add(self, value: float) -> None:
-        self.base.append(value)
+        if self.base.append(value):
+            self._moved = True
         self._adds += 1
         if self._adds >= self.REFRESH or len(self.base) < self.base.maxlen:
             self._cached, self._adds = None, 0
@@ -86,15 +102,22 @@ class _Shift:
     def rebase(self, values) -> None:
         self.base.clear()
         self.base.extend(values)
-        self._cached, self._adds = None, 0
+        self._cached, self._adds, self._moved = None, 0, True
 
     def reference(self, k: float, floor: float, rel: float) -> tuple[float, float]:
         """(baseline median, distance beyond it that counts as shifted)."""
         if self.frozen is not None:
             return self.frozen
         if self._cached is None:
-            m = median(self.base)
-            self._cached = m, max(floor, rel * abs(m), k * 1.4826 * mad(self.base, m))
+            if self._moved or self._worked is None:
+                base = self.base
+                m = base.median()               # (median(base), without the sort)
+                if base.nans or base.others:
+                    spread = mad(base, m)
+                else:   # (floats alone: the same deviations in another order, sorted faster from sorted values)
+                    spread = median(map(abs, map(sub, base.sorted, repeat(m))))
+                self._worked, self._moved = (m, max(floor, rel * abs(m), k * 1.4826 * spread)), False
+            self._cached = self._worked
         return self._cached
 
 

@@ -298,18 +298,23 @@ class RouteDetector(Detector):
         tool = self.tools.get(obs.tool)
         if tool is None:
             tool = self.tools[obs.tool] = _ToolRoutes(obs.tool, self.p.reach_history)
-        out = self._reachability(obs, tool)
+        reached = obs.reached
+        if reached and not self.failures and "unreachable" not in self.episodes:
+            tool.reach.append(True)     # (_reachability's answer for a trace that reached, inlined)
+            out = []
+        else:
+            out = self._reachability(obs, tool)
         if tool.first_seen is None:
             tool.first_seen = obs.t
-        if obs.reached and obs.pmtu_bytes:
+        if reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
         self._forget(tool, obs.t)
         owd_before, rtt_before = self.owd_at_trace, self.rtt_at_trace
         if self.recent_delays:
             self.owd_at_trace = self.recent_delays[-1]
-        if obs.reached and obs.last_rtt_ms is not None:
+        if reached and obs.last_rtt_ms is not None:
             self.rtt_at_trace = obs.last_rtt_ms
-        if self._mtu_cut(obs):
+        if obs.min_hop_mtu is not None and self._mtu_cut(obs):
             return out                  # tracepath re-probing under an MTU drop is not a new route
         out += self._route(obs, tool, owd_before, rtt_before)
         return out
@@ -345,9 +350,15 @@ class RouteDetector(Detector):
     def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None,
                rtt_before: float | None = None) -> list[Anomaly]:
         out: list[Anomaly] = []
-        route = route_of(obs)
+        route = obs.hops
+        if route and route[-1] is None:
+            route = route_of(obs)                # (else route_of's answer is the hops themselves)
         reached = bool(obs.reached)
-        known, gaps = tool.best(tool.known, route, reached)
+        variants = tool.known
+        if variants and variants[0].hops == route and route.count(None) != len(route):
+            known, gaps = variants[0], 0         # (best's answer when the first known route is the trace's)
+        else:
+            known, gaps = tool.best(variants, route, reached)
         # An open change ends when an old route comes back, or when the new one has settled in.
         if "route_change" in self.episodes and tool.changed_at is not None:
             if known is not None and any(known is v for v in tool.changed_from):
@@ -380,7 +391,7 @@ class RouteDetector(Detector):
                     return out
             known.last, known.count = obs.t, known.count + 1
             if "route_change" not in self.episodes:
-                if known.usual_delay() is None and self.recent_delays:
+                if getattr(known, "delay", None) is None and self.recent_delays:   # (known.usual_delay())
                     known.delay = self.recent_delays[-1]
                 if obs.reached and obs.last_rtt_ms is not None:
                     self.rtts.append(obs.last_rtt_ms)

@@ -40,17 +40,26 @@ class SilenceParams(Params):
     max_cadence_s: float = 86400.0  # results rarer than this have no cadence to miss
 
 
+_UNKNOWN = object()     # a cadence's wait not worked out since its gaps last moved
+
+
 class _Cadence:
-    __slots__ = ("last", "gaps")
+    __slots__ = ("last", "gaps", "wait")
 
     def __init__(self, history: int):
         self.last: float | None = None
         self.gaps = SortedWindow(history)
+        # How long after the last result it is overdue (None: no cadence), kept until the gaps
+        # move (a steady gap replacing an equal one leaves their median, and so the wait, as it was)
+        self.wait = _UNKNOWN
 
     def period(self, min_gaps: int) -> float | None:
         if len(self.gaps) < min_gaps:
             return None
         return self.gaps.median()
+
+    def __getstate__(self):
+        return None, {"last": self.last, "gaps": self.gaps}     # (the wait is worked out anew)
 
     def __setstate__(self, state) -> None:
         """Restore a pickled cadence, also one pickled when the gaps were a plain deque (and a cached period)."""
@@ -58,6 +67,7 @@ class _Cadence:
         gaps = slots["gaps"]
         self.last = slots["last"]
         self.gaps = gaps if isinstance(gaps, SortedWindow) else SortedWindow(gaps.maxlen, gaps)
+        self.wait = _UNKNOWN
 
 
 class SilenceDetector(Detector):
@@ -135,8 +145,11 @@ class SilenceDetector(Detector):
         )
 
     def observe(self, obs) -> list[Anomaly]:
-        if type(obs) is LatencyObs:         # (series_of's answer for the commonest type, inlined)
+        cls = type(obs)
+        if cls is LatencyObs:               # (series_of, inlined: this runs per observation)
             kind = "latency" if obs.one_way else "ping"
+        elif cls is TraceObs:
+            kind = obs.tool
         else:
             kind = series_of(obs)
         t = obs.t
@@ -145,27 +158,31 @@ class SilenceDetector(Detector):
             cadence = self.cadences[kind] = _Cadence(self.p.history)
         out: list[Anomaly] = []
         last = cadence.last
-        gaps = cadence.gaps
         overdue = self.overdue
         if kind in overdue:
             overdue.discard(kind)
             if not overdue:
                 out = self.close("no_data", t, {"resumed_at": from_epoch(t)})
         elif last is not None and t > last:
-            gaps.append(t - last)
+            if cadence.gaps.append(t - last):
+                cadence.wait = _UNKNOWN
         if last is None or t > last:
             cadence.last = last = t
         # Only this type's due time moved: _settle for one type, with _due inlined (this runs per
         # observation; the type is not overdue now and has a last time).
-        p = self.p
-        due = None
-        if len(gaps.values) >= p.min_gaps:
-            period = gaps.median()
-            if not period > p.max_cadence_s:
-                wait, slack = p.misses * period, period + p.min_slack_s
-                due = last + (slack if slack > wait else wait)    # (max(wait, slack), as max picks)
+        wait = cadence.wait
+        if wait is _UNKNOWN:                # (what _due adds to the last time, as max picks it)
+            gaps, p = cadence.gaps, self.p
+            wait = None
+            if len(gaps.values) >= p.min_gaps:
+                period = gaps.median()
+                if not period > p.max_cadence_s:
+                    wait, slack = p.misses * period, period + p.min_slack_s
+                    if slack > wait:
+                        wait = slack
+            cadence.wait = wait
         dues = self.dues
-        dues[kind] = due
+        dues[kind] = None if wait is None else last + wait
         earliest = None
         for due in dues.values():
             if due is not None and (earliest is None or due < earliest):
