@@ -525,3 +525,37 @@ def test_clock_inlined_drift_test_answers_only_where_drift_does_at_once():
                 bounds = detector.floor_bounds
                 assert plain() is None and detector.floor_bounds == bounds
     assert skipped > 1000
+
+
+def test_diurnal_deep_enough_answers_as_busy_window_deepest():
+    """_deep_enough asks whether any usable window is deep enough: what busy_window's deepest says."""
+    from pathwatch.models.detectors.diurnal import DiurnalDetector
+
+    detector = DiurnalDetector("a", "b")
+    rng = np.random.default_rng(23)
+    answers = set()
+    for _ in range(1500):
+        t, x = _runs_over_days(rng, 2, 120)
+        x = x * rng.choice((1.0, 1e9, -1.0 if rng.random() < 0.1 else 1.0))
+        if rng.random() < 0.5:
+            x[rng.random(len(x)) < rng.uniform(0, 0.4)] *= rng.uniform(0.2, 0.9)
+        if rng.random() < 0.05:
+            x[rng.integers(0, len(x))] = rng.choice((np.nan, np.inf, 0.0, 1e-320, 1.7e308))
+        with np.errstate(all="ignore"):
+            medians = window_medians(t, x)
+        for min_in in (3, 4):
+            try:
+                got = detector._deep_enough(t, x, medians, min_in)
+            except ValueError:      # (busy_window on medians that all overflowed: it raises as it did)
+                got = "raised"
+            if np.isfinite(x).all():
+                try:
+                    found = busy_window(t, x, True, min_in, medians)
+                except ValueError:
+                    assert got == "raised"
+                    continue
+                assert got == (found is not None and found[2] >= detector.p.depth)
+            else:
+                assert got is True
+            answers.add(got)
+    assert {True, False} <= answers

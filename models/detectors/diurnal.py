@@ -361,10 +361,16 @@ class DiurnalDetector(Detector):
         """False when no window of at least ``min_in`` runs is ``depth`` deep, so that :meth:`_judge`
         finds no throughput trough for ``min_in`` or more (their windows are among these). Finite
         runs only (a NaN depth may be the only one of fewer windows): True otherwise, undecided."""
-        if not np.isfinite(x).all():
-            return True
-        found = busy_window(t, x, True, min_in, medians)
-        return found is not None and found[2] >= self.p.depth
+        if not (np.abs(x) < _HALF_MAX).all():    # (NaNs, infinities, medians that may overflow)
+            if not np.isfinite(x).all():
+                return True
+            found = busy_window(t, x, True, min_in, medians)
+            return found is not None and found[2] >= self.p.depth
+        # (busy_window's deepest window reaching depth, without picking it: is any usable window's
+        # depth, 1 - in/out of their medians, that deep? None is NaN here)
+        n_in, m_in, m_out = medians
+        usable = (n_in >= min_in) & (len(x) - n_in >= 2 * min_in) & (m_out > 0)
+        return bool((1 - m_in[usable] / m_out[usable] >= self.p.depth).any())
 
     def _runs_cover_the_day(self) -> bool:
         """Whether throughput runs come often enough that the narrowest busy window holds one a day."""
