@@ -101,7 +101,8 @@ def window_medians(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
     xs, hours = x[order], (t[order] % DAY) / 3600.0
     offsets = (hours[None, :] - _HOURS[:, None]) % 24           # (the 24 starts; the same float operations)
     ranks = np.empty((2 * windows, size), dtype=np.int64)       # inside rows, then outside rows
-    np.cumsum(offsets[_STARTS] < _WIDTHS[:, None], axis=1, out=ranks[:windows])
+    # (offsets[_STARTS] < _WIDTHS[:, None]: each width against the 24 starts, rows in that order)
+    np.cumsum((offsets[None, :, :] < _WIDTHS_3D).reshape(windows, size), axis=1, out=ranks[:windows])
     np.subtract(np.arange(1, size + 1), ranks[:windows], out=ranks[windows:])
     counts = ranks[:, -1]
     lift = _ROWS * (size + 1)
@@ -140,6 +141,7 @@ def busy_window(t: np.ndarray, x: np.ndarray, lower_is_worse: bool, min_in: int,
 
 _WIDTHS = np.repeat(np.array(WIDTHS), 24)
 _STARTS = np.tile(np.arange(24), len(WIDTHS))
+_WIDTHS_3D = np.array(WIDTHS)[:, None, None]
 _HOURS = np.arange(24)
 _ROWS = np.arange(2 * len(_STARTS))
 

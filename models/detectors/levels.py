@@ -96,7 +96,8 @@ class _Shift:
         if self.base.append(value):
             self._moved = True
         self._adds += 1
-        if self._adds >= self.REFRESH or len(self.base) < self.base.maxlen:
+        values = self.base.values            # (the window's deque: len and maxlen without a Python call)
+        if self._adds >= self.REFRESH or len(values) < values.maxlen:
             self._cached, self._adds = None, 0
 
     def rebase(self, values) -> None:
@@ -156,7 +157,7 @@ class LevelDetector(Detector):
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
             return []
-        if len(self.tput.base) < self.p.min_baseline:
+        if len(self.tput.base.values) < self.p.min_baseline:
             self._add_normal(obs)
             return []
         base, spread = self.tput.reference(self.p.k_tput, 0.0, self.p.tput_drop_frac)
@@ -288,7 +289,7 @@ class LevelDetector(Detector):
             return []
         shift = self.delay
         p = self.p
-        if len(shift.base) < p.min_baseline:
+        if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
         base, threshold = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
