@@ -559,3 +559,17 @@ def test_diurnal_deep_enough_answers_as_busy_window_deepest():
                 assert got is True
             answers.add(got)
     assert {True, False} <= answers
+
+
+def test_window_offsets_by_where_equal_the_remainder():
+    """window_medians' offsets from each start hour, lag + 24 where the lag is negative, are lag % 24."""
+    rng = np.random.default_rng(24)
+    t = np.concatenate([rng.uniform(0, 3e9, 200_000), np.round(rng.uniform(0, 3e9, 20_000) / 3600) * 3600,
+                        np.round(rng.uniform(0, 3e9, 20_000) / 3600) * 3600 + rng.choice((-1e-6, 1e-6, 5e-7), 20_000),
+                        [np.nan, np.inf, 0.0, -0.0, -3600.0, -1e-9]])
+    with np.errstate(invalid="ignore"):
+        hours = np.concatenate([(t % 86400.0) / 3600.0, [23.999999999999996, 5e-324, -0.0, 1e-16]])
+        lag = hours[None, :] - np.arange(24)[:, None]
+        want = lag % 24
+    got = np.where(lag < 0, lag + 24, lag)
+    assert np.array_equal(got, want, equal_nan=True)

@@ -99,14 +99,16 @@ def window_medians(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray
         return np.zeros(windows, dtype=int), nothing, nothing
     order = np.argsort(x, kind="stable")
     xs, hours = x[order], (t[order] % DAY) / 3600.0
-    offsets = (hours[None, :] - _HOURS[:, None]) % 24           # (the 24 starts; the same float operations)
+    lag = hours[None, :] - _HOURS[:, None]                      # (the 24 starts; the same float operations)
+    offsets = np.where(lag < 0, lag + 24, lag)                  # (lag % 24 for a lag within ±24: the same floats)
     ranks = np.empty((2 * windows, size), dtype=np.int64)       # inside rows, then outside rows
     # (offsets[_STARTS] < _WIDTHS[:, None]: each width against the 24 starts, rows in that order)
     np.cumsum((offsets[None, :, :] < _WIDTHS_3D).reshape(windows, size), axis=1, out=ranks[:windows])
     np.subtract(np.arange(1, size + 1), ranks[:windows], out=ranks[windows:])
-    counts = ranks[:, -1]
+    counts = ranks[:, -1].copy()
     lift = _ROWS * (size + 1)
-    lifted = (ranks + lift[:, None]).ravel()
+    ranks += lift[:, None]                                      # (lifted in place: no second array)
+    lifted = ranks.ravel()
     low = np.searchsorted(lifted, (counts + 1) // 2 + lift) - _ROWS * size
     high = np.searchsorted(lifted, counts // 2 + 1 + lift) - _ROWS * size
     low[low >= size] = 0                                        # (no such rank: argmax's 0)
