@@ -573,3 +573,24 @@ def test_window_offsets_by_where_equal_the_remainder():
         want = lag % 24
     got = np.where(lag < 0, lag + 24, lag)
     assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_diurnal_median_equals_numpy_median():
+    from pathwatch.models.detectors.diurnal import _median
+
+    rng = np.random.default_rng(25)
+    for _ in range(5000):
+        n = int(rng.integers(0, 60))
+        x = rng.choice((rng.uniform(0.5, 10.0, n), rng.integers(-2, 3, n).astype(float), np.round(rng.normal(0, 1, n), 1)))
+        if rng.random() < 0.1:
+            x = rng.integers(1, 10**10, n)                       # (runs of integer rates)
+        if n and rng.random() < 0.2:
+            x[rng.integers(0, n)] = rng.choice((np.nan, np.inf, -np.inf, 0.0, -0.0, 1.7e308)) if x.dtype == float else 0
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got, want = _median(x), np.median(x)
+        assert type(got) is type(want) and (got == want or (got != got and want != want))
+        assert math.copysign(1, got) == math.copysign(1, want)
