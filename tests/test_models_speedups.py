@@ -594,3 +594,28 @@ def test_diurnal_median_equals_numpy_median():
                 got, want = _median(x), np.median(x)
         assert type(got) is type(want) and (got == want or (got != got and want != want))
         assert math.copysign(1, got) == math.copysign(1, want)
+
+
+def test_route_forget_does_nothing_when_every_known_route_is_recent():
+    """_trace calls _forget only when some known route was last seen over forget_s ago: otherwise
+    _forget would leave the known routes as they are."""
+    from pathwatch.models.detectors.route import RouteDetector, _ToolRoutes, _Variant
+    from tests.detector_series import T0, trace
+
+    rng = random.Random(26)
+    detector = RouteDetector("a", "b")
+    skipped = 0
+    for _ in range(3000):
+        tool = _ToolRoutes("traceroute", 12)
+        for _ in range(rng.randint(0, 4)):
+            variant = _Variant(trace(T0, ["r1", rng.choice(("r2", "x2"))]))
+            variant.first = T0 - rng.choice((0.0, 2 * 86400.0, 40 * 86400.0))
+            variant.last = T0 + rng.uniform(-6 * 86400.0, 86400.0)
+            tool.known.append(variant)
+        now = T0 + rng.choice((0.0, 86400.0, rng.uniform(0, 9 * 86400.0), math.nan))
+        if all(now - v.last <= detector.p.forget_s for v in tool.known):
+            skipped += 1
+            known = list(tool.known)
+            detector._forget(tool, now)
+            assert tool.known == known
+    assert skipped > 500

@@ -308,7 +308,11 @@ class RouteDetector(Detector):
             tool.first_seen = obs.t
         if reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
-        self._forget(tool, obs.t)
+        now, forget_s = obs.t, self.p.forget_s
+        for variant in tool.known:      # (_forget's first look, inlined: with every route recent it does nothing)
+            if not now - variant.last <= forget_s:
+                self._forget(tool, now)
+                break
         owd_before, rtt_before = self.owd_at_trace, self.rtt_at_trace
         if self.recent_delays:
             self.owd_at_trace = self.recent_delays[-1]
