@@ -456,7 +456,9 @@ def test_levels_shift_on_sorted_values_equals_the_plain_recomputation():
             plain.add(value)
             if rng.random() < 0.7:
                 k, floor, rel = (4.0, 1.0, 0.05) if steady < 100 else (2.5, 0.0, 0.3)
+                kept = shift._cached
                 got, want = shift.reference(k, floor, rel), plain.reference(k, floor, rel)
+                assert kept is None or got is kept      # (what _latency reads without the call)
                 assert _same(got[0], want[0]) and _same(got[1], want[1]), (got, want, list(plain.base))
         copy = pickle.loads(pickle.dumps(shift))
         assert all(map(_same, copy.base, shift.base)) and copy._moved and copy._worked is None

@@ -292,7 +292,10 @@ class LevelDetector(Detector):
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
-        base, threshold = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
+        cached = shift._cached
+        if cached is None or shift.frozen is not None:
+            cached = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
+        base, threshold = cached            # (reference's answer: what it keeps, when no shift froze it)
         direction = (value > base + threshold) - (value < base - threshold)
         if direction == 0 and not shift.pending and "latency_shift" not in self.episodes:
             shift.add(value)               # the usual sample: at the baseline, nothing pending
