@@ -6,8 +6,7 @@ its median needs no sort. Both return exactly what ``statistics.median`` returns
 values: the same middle element, or ``(a + b) / 2`` of the same two for an even count.
 
 >>> w = SortedWindow(3)
->>> for v in (5.0, 1.0, 3.0, 2.0):
-...     w.append(v)
+>>> w.extend((5.0, 1.0, 3.0, 2.0))
 >>> list(w), w.median(), median([4, 1, 3, 2])
 ([1.0, 3.0, 2.0], 2.0, 2.5)
 """
