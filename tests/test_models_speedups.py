@@ -621,3 +621,37 @@ def test_route_forget_does_nothing_when_every_known_route_is_recent():
             detector._forget(tool, now)
             assert tool.known == known
     assert skipped > 500
+
+
+def test_diurnal_holds_nan_is_any_nan():
+    from pathwatch.models.detectors.diurnal import _holds_nan
+
+    rng = random.Random(27)
+    seen = set()
+    for _ in range(20000):
+        values = [rng.choice((rng.uniform(-5, 5), 1.0, 7, math.inf, -math.inf, math.nan, 10**400, 1e308, -0.0))
+                  if rng.random() < 0.3 else rng.uniform(0.1, 9.0) for _ in range(rng.randint(0, 12))]
+        if rng.random() < 0.5:
+            values.sort(key=lambda v: (v != v, v if v == v else 0))
+        want = any(v != v for v in values)
+        assert _holds_nan(values) == want
+        seen.add(want)
+    assert seen == {True, False}
+
+
+def test_depth_bound_stopped_at_enough_answers_as_the_full_search():
+    """depth_bound told what is enough may stop at the first depth reaching it: whether the
+    answer reaches it is what the full search says, and it never exceeds the full search's."""
+    rng = random.Random(28)
+    for _ in range(4000):
+        n = rng.randint(1, 140)
+        awkward = rng.random() < 0.3
+        values = sorted(rng.choice((rng.uniform(0.1, 10.0), float(rng.randint(1, 4)), math.inf, 1e308, 5e-324, 3))
+                        if awkward else rng.choice((rng.uniform(0.5, 1.0), rng.uniform(0.9, 1.1))) for _ in range(n))
+        for lower_is_worse in (True, False):
+            for min_in in (3, 4):
+                full = depth_bound(values, lower_is_worse, min_in)
+                for enough in (0.3, 2.0, 0.0, -math.inf, math.inf, full):
+                    stopped = depth_bound(values, lower_is_worse, min_in, enough)
+                    assert (stopped >= enough) == (full >= enough)
+                    assert stopped <= full or (stopped != stopped and full != full)

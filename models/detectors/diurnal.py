@@ -177,8 +177,10 @@ def _most(values: np.ndarray, lower_is_worse: bool) -> float:
     return float(ordered[len(ordered) // 2] if lower_is_worse else ordered[(len(ordered) - 1) // 2])
 
 
-def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
-    """The deepest trough :func:`busy_window` could find in these values, whatever their hours.
+def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int, enough: float = math.inf) -> float:
+    """The deepest trough :func:`busy_window` could find in these values, whatever their hours
+    (or, on few values, the first depth found that reaches ``enough``: whether the deepest reaches
+    it is then answered the same).
 
     A window holding ``n`` values has an inside median no lower than the median of the ``n``
     smallest values and an outside median no higher than that of the others (mirrored when
@@ -189,11 +191,20 @@ def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> flo
     (0.0, 0.25)
     """
     size = len(sorted_x)
-    if not size or not sorted_x[0] > 0 or not all(v == v for v in sorted_x):
+    if not size or not sorted_x[0] > 0 or _holds_nan(sorted_x):
         return math.inf
     if size >= _VECTOR_FROM and all(type(v) is float for v in sorted_x):
         return _depth_bound_vectorised(sorted_x, lower_is_worse, min_in)
-    return _depth_bound_loop(sorted_x, lower_is_worse, min_in)
+    return _depth_bound_loop(sorted_x, lower_is_worse, min_in, enough)
+
+
+def _holds_nan(values: list) -> bool:
+    """``any(v != v for v in values)``, asked only when their sum is a NaN (no NaN, no NaN sum)."""
+    try:
+        total = sum(values)
+    except OverflowError:                   # (an integer too large for a float)
+        total = math.nan
+    return total != total and any(v != v for v in values)
 
 
 _HALF_MAX = sys.float_info.max / 2
@@ -219,8 +230,9 @@ def rough_depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) 
     return sorted_x[size - (min_in + 1) // 2] / sorted_x[min_in - 1] - 1
 
 
-def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
-    """:func:`depth_bound`'s search, one window size at a time (cheaper on few values)."""
+def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int, enough: float = math.inf) -> float:
+    """:func:`depth_bound`'s search, one window size at a time (cheaper on few values), stopped
+    once the deepest so far reaches ``enough``."""
     size = len(sorted_x)
     best = -math.inf
     for n_in in range(min_in, size - 2 * min_in + 1):
@@ -235,6 +247,8 @@ def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int) 
             depth = m_in / m_out - 1
         if depth > best:
             best = depth
+            if best >= enough:
+                return best
     return best
 
 
@@ -410,7 +424,7 @@ class DiurnalDetector(Detector):
             return False
         x.sort()
         needed = p.depth if lower_is_worse else p.queue_factor - 1
-        return rough_depth_bound(x, lower_is_worse, min_in) >= needed and depth_bound(x, lower_is_worse, min_in) >= needed
+        return rough_depth_bound(x, lower_is_worse, min_in) >= needed and depth_bound(x, lower_is_worse, min_in, needed) >= needed
 
     def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int,
                medians: tuple | None = None) -> dict | None:
