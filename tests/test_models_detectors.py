@@ -370,6 +370,45 @@ def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
     assert loss_then < 1e-3, f"detected at {100 * loss_then:.3f} % loss"
 
 
+def test_a_rise_that_starts_with_a_jump_is_a_step_then_a_rising_loss_from_its_start():
+    """A failing member whose loss jumps to 0.013 % and then climbs: its first flat hours are named a
+    step; once the loss keeps climbing, the step closes and a rising loss opens from its start,
+    before the loss passes 0.1 % (median over four random series)."""
+    onset = T0 + 4 * DAY + 34 * 60
+    rate = lambda t: 1.4e-5 if t < onset else 1.3e-4 + 3e-3 * ((t - onset) / (8 * DAY)) ** 1.5  # noqa: E731
+    rates_when_named = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        step, rise = detect(_loss_series(rng, 10, rate))
+        assert (step.kind, rise.kind) == ("loss_step", "rising_loss")
+        assert step.end == rise.detected_at and step.evidence["became"] == "rising_loss"
+        assert rise.start == step.start and abs(rise.start - onset) <= HOUR and rise.end is None
+        rates_when_named.append(rate(rise.detected_at))
+    assert np.median(rates_when_named) < 1e-3, rates_when_named
+
+
+def test_a_step_that_stays_flat_or_steps_again_is_not_renamed_a_rise():
+    rng = np.random.default_rng(5)
+    onset = T0 + 3 * DAY
+    flat = detect(_loss_series(rng, 10, lambda t: 1.5e-3 if t >= onset else 1e-6))
+    assert kinds(flat) == ["loss_step"] and flat[0].end is None
+    again = detect(_loss_series(rng, 10, lambda t: 4e-3 if t >= onset + 3 * DAY else 1e-3 if t >= onset else 1e-6))
+    assert kinds(again) == ["loss_step"] and again[0].end is None
+
+
+def test_a_burst_hours_before_a_step_does_not_delay_it():
+    """One sample losing 173 packets 3 h before a 0.135 % step (and a smaller burst before it): the
+    burst hour counts at its quieter side's rate, not at the step's, so no rise towards the step is
+    read into it and the step is named within hours."""
+    rng = np.random.default_rng(0)
+    onset = T0 + 4 * DAY + 34 * 60
+    step_at = int((onset - T0) / 600)
+    bursts = {step_at - 20: 173, step_at - 57: 33}
+    found = detect(_bursty_loss_series(rng, 8, lambda t: 1.35e-3 if t >= onset else 3e-5, bursts))
+    assert kinds(found) == ["loss_step"]
+    assert found[0].detected_at - onset <= 8 * HOUR, (found[0].detected_at - onset) / HOUR
+
+
 def _bursty_loss_series(rng, days, rate_at, bursts):
     """Latency every 10 min at ``rate_at(t)``, plus one-off bursts: {sample index: packets lost}."""
     times = latency_times(days)
