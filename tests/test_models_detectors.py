@@ -552,6 +552,33 @@ def test_a_failing_member_on_a_path_whose_congestion_costs_runs_half_their_rate(
     assert found >= 7, f"{found} of 12"
 
 
+def test_flows_collapsing_on_a_failing_member_are_found_from_their_fifth_collapse():
+    """A member of six fails: the flows hashed onto it collapse to a few percent of the rate while
+    the others stay clean. A clean path hardly ever sees a run collapse, so five such runs are the
+    signature (seven degraded runs were needed before, at 2 % expected outliers); healthy paths
+    whose runs collapse now and then, as often as such a path's clean runs do, stay quiet."""
+    collapses_before_found = []
+    for seed in range(320, 330):
+        rng = np.random.default_rng(seed)
+        onset, runs = T0 + 3 * DAY, []
+        for t, b in throughput_series(rng, 12):
+            if t >= onset and rng.random() < 1 / 6:
+                runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
+            else:
+                runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+        hits = [a for a in detect(runs) if a.kind == "rising_loss"]
+        assert len(hits) == 1 and hits[0].start >= onset, seed
+        collapses_before_found.append(sum(1 for r in runs if r.t <= hits[0].detected_at and r.bps < 0.1 * 9e9))
+    assert np.median(collapses_before_found) <= 5, collapses_before_found
+    fired = []
+    for seed in range(330, 340):
+        rng = np.random.default_rng(seed)
+        runs = [run(t, b * (rng.uniform(0.005, 0.05) if rng.random() < 0.005 else 1.0), retransmits=int(rng.integers(0, 20)))
+                for t, b in throughput_series(rng, 21)]
+        fired += [seed] if detect(runs) else []
+    assert fired == []
+
+
 def test_busy_hour_degradation_is_not_a_lag_signature():
     rng = np.random.default_rng(16)
     runs = []

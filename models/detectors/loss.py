@@ -24,9 +24,11 @@ of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac``
 spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
 in a row is a level change that came and went, not 1 in k; and the runs right beside them at
 the clean rate: slow too, it is a drop), ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
-They must be more than the path's own outliers explain (a binomial test against its history);
-on a path whose congestion often costs a run half its rate, the runs that collapsed below
-``lag_deep`` of the clean rate are judged against its history of collapses instead.
+They must be more than the path's own outliers explain (a binomial test against its history),
+or the runs that collapsed below ``lag_deep`` of the clean rate — what a flow on a failing member
+does, and a clean path hardly ever — more than its own collapses explain (at least
+``lag_collapse_rate``; ``lag_min_collapsed`` of them are enough). That finds a failing member
+early, and on a path whose congestion often costs a run half its rate.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class LossParams(Params):
     lag_outlier_rate: float = 0.02   # degraded runs expected on a healthy path
     lag_deep: float = 0.15           # a run below this fraction of the clean rate collapsed (a flow on a
                                      # failing member); congestion rarely costs a run that much
+    lag_collapse_rate: float = 0.005  # collapsed runs expected on a healthy path
+    lag_min_collapsed: int = 5       # collapsed runs needed when they alone make the signature
     lag_alpha: float = 1e-4
     stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
     lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
@@ -673,7 +677,10 @@ class LossDetector(Detector):
         if self.is_open("rising_loss"):
             return []
         n = len(self.runs)
-        if n < p.lag_runs // 2 or sum(map(_DEGRADED, self.runs)) < p.lag_min_runs:
+        if n < p.lag_runs // 2:
+            return []
+        if sum(map(_DEGRADED, self.runs)) < p.lag_min_runs and sum(
+                1 for r in self.runs if r[2] < p.lag_deep * clean_bps) < p.lag_min_collapsed:
             return []
         flags = [r for r in self.runs if r[1]]
         since = [r for r in self.runs if r[0] >= flags[0][0]]
@@ -709,23 +716,26 @@ class LossDetector(Detector):
 
     def _collapses_stand_out(self, flags: list, n: int, clean_bps: float) -> bool:
         """Whether the runs that collapsed (below ``lag_deep`` of the clean rate) are more than the
-        path's own collapses explain. On a path whose congestion now and then costs a run half its
-        rate, all bad runs together may be no more than usual while the flows hashed onto a failing
-        member, which collapse, are."""
+        path's own collapses (at least ``lag_collapse_rate``) explain. The flows hashed onto a
+        failing member collapse; a clean path's runs seldom do, so they stand out sooner than all
+        bad runs together, and also on a path whose congestion now and then costs a run half its
+        rate, where all bad runs together may be no more than usual."""
         p = self.p
         collapsed = sum(1 for r in flags if r[2] < p.lag_deep * clean_bps)
-        if collapsed < p.lag_min_runs:
+        if collapsed < p.lag_min_collapsed:
             return False
-        return not tail_exceeds(collapsed, n, self._usual_rate(self.history_collapsed), p.lag_alpha)
+        usual = self._usual_rate(self.history_collapsed, p.lag_collapse_rate)
+        return not tail_exceeds(collapsed, n, usual, p.lag_alpha)
 
-    def _usual_rate(self, history_count: int) -> float:
+    def _usual_rate(self, history_count: int, floor: float | None = None) -> float:
         """The share of runs expected to be bad (``history_count`` of the runs older than the LAG
-        window): ``lag_outlier_rate``, or the path's own rate when it has half a window of history
-        and that is higher."""
+        window): ``floor`` (``lag_outlier_rate`` unless given), or the path's own rate when it has
+        half a window of history and that is higher."""
         p = self.p
+        floor = p.lag_outlier_rate if floor is None else floor
         if self.history_runs >= p.lag_runs // 2:
-            return max(p.lag_outlier_rate, history_count / self.history_runs)
-        return p.lag_outlier_rate
+            return max(floor, history_count / self.history_runs)
+        return floor
 
     def _add_clean(self, obs: ThroughputObs) -> None:
         self.clean.append((obs.bps, obs.retransmits))
