@@ -295,6 +295,32 @@ def test_window_limited_runs_open_window_limited():
     assert abs(found[0].evidence["window_bytes"] - window) / window < 0.05
 
 
+def test_a_congested_run_just_before_a_window_limit_does_not_hide_it():
+    """Runs every 6 h; the one before the window limit began was congested (half the rate, 900
+    retransmits), so it is among the low runs too: still a window limit, from its first flat run.
+    A drop whose later runs retransmit is not one."""
+    rng = np.random.default_rng(11)
+    window, onset = 4 * 2**20, T0 + 3 * DAY
+    series = list(throughput_series(rng, 6, every_h=6.0))
+    congested = next(i for i, (t, _) in enumerate(series) if t >= onset) - 1
+
+    def runs(limited):
+        out = []
+        for i, (t, b) in enumerate(series):
+            if i == congested:
+                out.append(run(t, b * 0.5, rtt_ms=80.0, retransmits=900))
+            elif t >= onset:
+                out.append(limited(t))
+            else:
+                out.append(run(t, b, rtt_ms=80.0, retransmits=int(rng.integers(0, 30))))
+        return out
+    found = detect(runs(lambda t: run(t, window * 8 / 0.080 * (1 + rng.normal(0, 0.01)), rtt_ms=80.0, cv=0.01)))
+    assert kinds(found) == ["window_limited"]
+    assert found[0].start >= onset
+    dropped = detect(runs(lambda t: run(t, 4e8 * (1 + rng.normal(0, 0.01)), rtt_ms=80.0, cv=0.01, retransmits=300)))
+    assert kinds(dropped) == ["throughput_drop"]
+
+
 def test_latency_shift_up_opens_and_noise_stays_quiet():
     rng = np.random.default_rng(11)
     times = latency_times(4)
