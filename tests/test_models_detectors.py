@@ -295,6 +295,32 @@ def test_window_limited_runs_open_window_limited():
     assert abs(found[0].evidence["window_bytes"] - window) / window < 0.05
 
 
+def test_a_congested_run_just_before_a_window_limit_does_not_hide_it():
+    """Runs every 6 h; the one before the window limit began was congested (half the rate, 900
+    retransmits), so it is among the low runs too: still a window limit, from its first flat run.
+    A drop whose later runs retransmit is not one."""
+    rng = np.random.default_rng(11)
+    window, onset = 4 * 2**20, T0 + 3 * DAY
+    series = list(throughput_series(rng, 6, every_h=6.0))
+    congested = next(i for i, (t, _) in enumerate(series) if t >= onset) - 1
+
+    def runs(limited):
+        out = []
+        for i, (t, b) in enumerate(series):
+            if i == congested:
+                out.append(run(t, b * 0.5, rtt_ms=80.0, retransmits=900))
+            elif t >= onset:
+                out.append(limited(t))
+            else:
+                out.append(run(t, b, rtt_ms=80.0, retransmits=int(rng.integers(0, 30))))
+        return out
+    found = detect(runs(lambda t: run(t, window * 8 / 0.080 * (1 + rng.normal(0, 0.01)), rtt_ms=80.0, cv=0.01)))
+    assert kinds(found) == ["window_limited"]
+    assert found[0].start >= onset
+    dropped = detect(runs(lambda t: run(t, 4e8 * (1 + rng.normal(0, 0.01)), rtt_ms=80.0, cv=0.01, retransmits=300)))
+    assert kinds(dropped) == ["throughput_drop"]
+
+
 def test_latency_shift_up_opens_and_noise_stays_quiet():
     rng = np.random.default_rng(11)
     times = latency_times(4)
@@ -368,6 +394,45 @@ def test_rising_loss_detected_before_it_passes_a_tenth_of_a_percent():
     assert kinds(found) == ["rising_loss"]
     loss_then = (found[0].detected_at - onset) * slope
     assert loss_then < 1e-3, f"detected at {100 * loss_then:.3f} % loss"
+
+
+def test_a_rise_that_starts_with_a_jump_is_a_step_then_a_rising_loss_from_its_start():
+    """A failing member whose loss jumps to 0.013 % and then climbs: its first flat hours are named a
+    step; once the loss keeps climbing, the step closes and a rising loss opens from its start,
+    before the loss passes 0.1 % (median over four random series)."""
+    onset = T0 + 4 * DAY + 34 * 60
+    rate = lambda t: 1.4e-5 if t < onset else 1.3e-4 + 3e-3 * ((t - onset) / (8 * DAY)) ** 1.5  # noqa: E731
+    rates_when_named = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        step, rise = detect(_loss_series(rng, 10, rate))
+        assert (step.kind, rise.kind) == ("loss_step", "rising_loss")
+        assert step.end == rise.detected_at and step.evidence["became"] == "rising_loss"
+        assert rise.start == step.start and abs(rise.start - onset) <= HOUR and rise.end is None
+        rates_when_named.append(rate(rise.detected_at))
+    assert np.median(rates_when_named) < 1e-3, rates_when_named
+
+
+def test_a_step_that_stays_flat_or_steps_again_is_not_renamed_a_rise():
+    rng = np.random.default_rng(5)
+    onset = T0 + 3 * DAY
+    flat = detect(_loss_series(rng, 10, lambda t: 1.5e-3 if t >= onset else 1e-6))
+    assert kinds(flat) == ["loss_step"] and flat[0].end is None
+    again = detect(_loss_series(rng, 10, lambda t: 4e-3 if t >= onset + 3 * DAY else 1e-3 if t >= onset else 1e-6))
+    assert kinds(again) == ["loss_step"] and again[0].end is None
+
+
+def test_a_burst_hours_before_a_step_does_not_delay_it():
+    """One sample losing 173 packets 3 h before a 0.135 % step (and a smaller burst before it): the
+    burst hour counts at its quieter side's rate, not at the step's, so no rise towards the step is
+    read into it and the step is named within hours."""
+    rng = np.random.default_rng(0)
+    onset = T0 + 4 * DAY + 34 * 60
+    step_at = int((onset - T0) / 600)
+    bursts = {step_at - 20: 173, step_at - 57: 33}
+    found = detect(_bursty_loss_series(rng, 8, lambda t: 1.35e-3 if t >= onset else 3e-5, bursts))
+    assert kinds(found) == ["loss_step"]
+    assert found[0].detected_at - onset <= 8 * HOUR, (found[0].detected_at - onset) / HOUR
 
 
 def _bursty_loss_series(rng, days, rate_at, bursts):
@@ -511,6 +576,33 @@ def test_a_failing_member_on_a_path_whose_congestion_costs_runs_half_their_rate(
         hits = [a for a in detect(runs) if a.kind == "rising_loss"]
         found += len(hits) == 1 and hits[0].start >= onset - DAY
     assert found >= 7, f"{found} of 12"
+
+
+def test_flows_collapsing_on_a_failing_member_are_found_from_their_fifth_collapse():
+    """A member of six fails: the flows hashed onto it collapse to a few percent of the rate while
+    the others stay clean. A clean path hardly ever sees a run collapse, so five such runs are the
+    signature (seven degraded runs were needed before, at 2 % expected outliers); healthy paths
+    whose runs collapse now and then, as often as such a path's clean runs do, stay quiet."""
+    collapses_before_found = []
+    for seed in range(320, 330):
+        rng = np.random.default_rng(seed)
+        onset, runs = T0 + 3 * DAY, []
+        for t, b in throughput_series(rng, 12):
+            if t >= onset and rng.random() < 1 / 6:
+                runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
+            else:
+                runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+        hits = [a for a in detect(runs) if a.kind == "rising_loss"]
+        assert len(hits) == 1 and hits[0].start >= onset, seed
+        collapses_before_found.append(sum(1 for r in runs if r.t <= hits[0].detected_at and r.bps < 0.1 * 9e9))
+    assert np.median(collapses_before_found) <= 5, collapses_before_found
+    fired = []
+    for seed in range(330, 340):
+        rng = np.random.default_rng(seed)
+        runs = [run(t, b * (rng.uniform(0.005, 0.05) if rng.random() < 0.005 else 1.0), retransmits=int(rng.integers(0, 20)))
+                for t, b in throughput_series(rng, 21)]
+        fired += [seed] if detect(runs) else []
+    assert fired == []
 
 
 def test_busy_hour_degradation_is_not_a_lag_signature():

@@ -199,8 +199,18 @@ def recovered_comment(anomaly: Mapping[str, Any], still_open: int) -> str:
 
 
 def resolved_text(anomaly: Mapping[str, Any], paths: int) -> str:
-    """The comment that goes with resolving: the last path recovered."""
-    ended = (anomaly.get("evidence") or {}).get("ended") or (anomaly.get("evidence") or {}).get("recovered")
+    """The comment that goes with resolving: the last path recovered, or its anomaly became another kind.
+
+    >>> step = {"id": "x", "source": "a", "destination": "b", "end": "2026-01-02T00:00:00Z"}
+    >>> print(resolved_text({**step, "evidence": {"became": "rising_loss"}}, 1))
+    Resolved: on a → b this became a rising_loss at 2026-01-02T00:00:00Z, followed on its own ticket.
+    Anomaly: x
+    """
+    evidence = anomaly.get("evidence") or {}
+    if evidence.get("became"):
+        return (f"Resolved: on {_arrow(anomaly)} this became a {evidence['became']} at {anomaly.get('end')}, "
+                f"followed on its own ticket.\nAnomaly: {anomaly['id']}")
+    ended = evidence.get("ended") or evidence.get("recovered")
     why = f" ({ended})" if ended else ""
     return f"Resolved: {_arrow(anomaly)} recovered at {anomaly.get('end')}{why}; all {paths} path(s) are clear.\nAnomaly: {anomaly['id']}"
 

@@ -12,8 +12,9 @@ standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on
 30 % drop leaves half its runs above the per-run threshold, but not their median.
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
-``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead; runs that
-stall at the start are left to the MTU detector.
+``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
+first such run, when a congested run or two just before it were low too); runs that stall at
+the start are left to the MTU detector.
 """
 
 from __future__ import annotations
@@ -218,7 +219,7 @@ class LevelDetector(Detector):
         self.tput.frozen = (base, spread)
         level = median(r.bps for r in runs)
         drop = 1 - level / base
-        window = self._window_limit(runs)
+        window, bound = self._window_bound(runs)
         evidence = {
             "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
             "runs": len(runs), "retransmits": [r.retransmits for r in runs],
@@ -230,7 +231,7 @@ class LevelDetector(Detector):
             self.tput_kind = "window_limited"
             evidence.update(window)
             return self.open(
-                "window_limited", start=runs[0].t, at=at, severity=severity, score=score,
+                "window_limited", start=bound[0].t, at=at, severity=severity, score=score,
                 summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s ≈ window {window['window_bytes'] / 1024:,.0f} KiB / "
                         f"RTT {window['rtt_ms']:.0f} ms, no retransmits: a TCP window limit "
                         f"({100 * drop:.0f} % below the {base / 1e6:,.0f} Mb/s baseline).",
@@ -264,6 +265,17 @@ class LevelDetector(Detector):
             facts["likely_cause"] = {"cause": cause, "share_of_runs": round(causes.count(cause) / len(causes), 2),
                                      "model": f"run_cause v{model.meta.get('version')}"}
         return facts
+
+    def _window_bound(self, runs: list[ThroughputObs]) -> tuple[dict | None, list[ThroughputObs]]:
+        """The window-limit evidence of the low ``runs`` and the runs it rests on: all of them, or
+        the later ones when at most the first half are not window-bound (a congested run just
+        before the limit began falls below the threshold too); (None, runs) when there is none."""
+        for skip in range(len(runs) // 2 + 1):
+            bound = runs[skip:]
+            window = self._window_limit(bound) if len(bound) >= 2 or not skip else None
+            if window is not None:
+                return window, bound
+        return None, runs
 
     def _window_limit(self, runs: list[ThroughputObs]) -> dict | None:
         """Evidence of a window limit when every low run is flat, clean and window-steady; else None."""

@@ -12,8 +12,11 @@ hour). Loss confined to the same hours of every day (none significant outside th
 The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
 least ``step_hours``) or ``rising_loss``; until then the detector waits. A step's loss must be
 spread over its samples: when far more of the big samples (``spread_min_packets``) lost nothing
-than a steady rate leaves lossless, a few bursts carried it. Both close when loss falls back for
-``recover_hours``.
+than a steady rate leaves lossless, a few bursts carried it. The early hours of a slow rise can
+look flat: a step whose loss keeps climbing (after ``rise_hours``, its second half more than
+twice as lossy as its first, and a ramp ahead of any one or two constant rates by
+``shape_margin``) becomes a ``rising_loss`` from the step's start. Both close when loss falls
+back for ``recover_hours``.
 
 The LAG-member signature is read from throughput runs: about one in k runs (the flows hashed onto
 the failing member) retransmit heavily at a lower rate while the others stay clean, at any hour
@@ -21,9 +24,11 @@ of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac``
 spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
 in a row is a level change that came and went, not 1 in k; and the runs right beside them at
 the clean rate: slow too, it is a drop), ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
-They must be more than the path's own outliers explain (a binomial test against its history);
-on a path whose congestion often costs a run half its rate, the runs that collapsed below
-``lag_deep`` of the clean rate are judged against its history of collapses instead.
+They must be more than the path's own outliers explain (a binomial test against its history),
+or the runs that collapsed below ``lag_deep`` of the clean rate — what a flow on a failing member
+does, and a clean path hardly ever — more than its own collapses explain (at least
+``lag_collapse_rate``; ``lag_min_collapsed`` of them are enough). That finds a failing member
+early, and on a path whose congestion often costs a run half its rate.
 """
 
 from __future__ import annotations
@@ -82,6 +87,8 @@ class LossParams(Params):
     lag_outlier_rate: float = 0.02   # degraded runs expected on a healthy path
     lag_deep: float = 0.15           # a run below this fraction of the clean rate collapsed (a flow on a
                                      # failing member); congestion rarely costs a run that much
+    lag_collapse_rate: float = 0.005  # collapsed runs expected on a healthy path
+    lag_min_collapsed: int = 5       # collapsed runs needed when they alone make the signature
     lag_alpha: float = 1e-4
     stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
     lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
@@ -141,19 +148,21 @@ def _rate(hour_bin: tuple[int, int, int]) -> float:
 def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float,
                    ordered_rates: list[float] | None = None, memo: dict | None = None,
                    first: int = 0) -> list[tuple[int, int, int]]:
-    """The bins with each burst's loss replaced by what its neighbours' rate predicts.
+    """The bins with each burst's loss replaced by what its quieter side's rate predicts.
 
     A burst is an hour whose loss is improbable (Poisson upper tail below ``alpha``) at the larger
     of the median rates of the ``side`` hours before it and the ``side`` hours after it (at least
     ``floor``). A step's first hours are not bursts once an hour follows them; a ramp's hours
-    are not, as each has neighbours at its rate. ``ordered_rates``, when the caller keeps them,
+    are not, as each has neighbours at its rate. A burst's loss becomes the smaller of the two
+    rates' (at least ``floor``): a burst just before a step, refilled at the step's rate, would
+    read as loss rising towards it. ``ordered_rates``, when the caller keeps them,
     are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rate of
-    an hour (:func:`_neighbour_rate`) by its place ``first + i`` in a series that only grows at
+    an hour (:func:`_neighbour_rates`) by its place ``first + i`` in a series that only grows at
     its end, and how many neighbours it has on each side, for later calls on the same series.
 
     >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
     >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
-    [0, 0, 1, 1, 1]
+    [0, 0, 0, 1, 1]
     >>> step = [(h, 0, 36000) for h in range(10)] + [(h, 20, 36000) for h in range(10, 13)]
     >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
     [0, 20, 20, 0]
@@ -172,29 +181,34 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
         if lost[i] <= 3 * typical * sent:
             continue
         if memo is None:
-            local = _neighbour_rate(bins, i, side)
+            quieter, louder = _neighbour_rates(bins, i, side)
         else:
             key = (first + i, min(i, side), min(len(bins) - 1 - i, side))
-            local = memo.get(key)
-            if local is None:
-                local = memo[key] = _neighbour_rate(bins, i, side)
-        expected = max(local, floor) * sent
-        if poisson_tail_below(lost[i], expected, alpha):
+            rates = memo.get(key)
+            if rates is None:
+                rates = memo[key] = _neighbour_rates(bins, i, side)
+            quieter, louder = rates
+        if poisson_tail_below(lost[i], max(louder, floor) * sent, alpha):
             if out is None:
                 out = list(bins)
-            out[i] = (bins[i][0], int(round(expected)), sent)
+            out[i] = (bins[i][0], int(round(max(quieter, floor) * sent)), sent)
     return bins if out is None else out
 
 
-def _neighbour_rate(bins: list[tuple[int, int, int]], i: int, side: int) -> float:
-    """The larger of the median loss rates of the ``side`` hours before and after ``bins[i]`` (0 for none).
+def _neighbour_rates(bins: list[tuple[int, int, int]], i: int, side: int) -> tuple[float, float]:
+    """(smaller, larger) of the median loss rates of the ``side`` hours before and after ``bins[i]``.
 
-    >>> _neighbour_rate([(0, 1, 100), (1, 50, 100), (2, 3, 100), (3, 5, 100)], 1, 2)
-    0.04
+    A side without hours is left out; with neither, both are 0.
+
+    >>> _neighbour_rates([(0, 1, 100), (1, 50, 100), (2, 3, 100), (3, 5, 100)], 1, 2)
+    (0.01, 0.04)
+    >>> _neighbour_rates([(0, 1, 100), (1, 50, 100)], 1, 2)
+    (0.01, 0.01)
     """
     before = [lo / se if se else 0.0 for _, lo, se in bins[max(0, i - side): i]]     # (rates, as _rate)
     after = [lo / se if se else 0.0 for _, lo, se in bins[i + 1: i + 1 + side]]
-    return max(median(before) if before else 0.0, median(after) if after else 0.0)
+    sides = [median(rates) for rates in (before, after) if rates]
+    return (min(sides), max(sides)) if sides else (0.0, 0.0)
 
 
 def _median_of_sorted(ordered: list[float]) -> float:
@@ -209,6 +223,35 @@ def _llr_step(after: list[tuple[int, int, int]], p0: float) -> float:
     sent = sum(b[2] for b in after)
     rate = lost / sent
     return lost * math.log(rate / p0) - sent * (rate - p0) if rate > p0 else 0.0
+
+
+def _llr_two_levels(bins: list[tuple[int, int, int]], p0: float) -> float:
+    """Best log-likelihood gain over ``p0`` of one constant rate on ``bins``, or of two: one before
+    some bin and another from it (each over at least two bins).
+
+    >>> flat = [(h, 10, 10000) for h in range(8)]
+    >>> round(_llr_two_levels(flat, 1e-4), 1) == round(_llr_step(flat, 1e-4), 1)
+    True
+    >>> _llr_two_levels(flat[:4] + [(h, 40, 10000) for h in range(4, 8)], 1e-4) > _llr_step(flat, 1e-4)
+    True
+    """
+    lost = np.cumsum([b[1] for b in bins], dtype=float)
+    sent = np.cumsum([b[2] for b in bins], dtype=float)
+    best = _llr_step(bins, p0)
+    if len(bins) < 4:
+        return best
+    split = slice(1, len(bins) - 2)           # the first part ends at bin 1 .. len - 3
+    before_lost, before_sent = lost[split], sent[split]
+    gains = _gain_over(before_lost, before_sent, p0) + _gain_over(lost[-1] - before_lost, sent[-1] - before_sent, p0)
+    return max(best, float(gains.max()))
+
+
+def _gain_over(lost: np.ndarray, sent: np.ndarray, p0: float) -> np.ndarray:
+    """Log-likelihood gain of each (lost, sent)'s own rate over ``p0`` (0 where it is no higher)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = lost / sent
+        gain = lost * np.log(rate / p0) - sent * (rate - p0)
+    return np.where((sent > 0) & (rate > p0), gain, 0.0)
 
 
 def _llr_ramp(bins: list[tuple[int, int, int]], p0: float) -> tuple[float, float, float]:
@@ -537,7 +580,7 @@ class LossDetector(Detector):
         threshold = max(3 * (self.reference_rate or 0.0), self.p.min_rate / 2)
         self.quiet_hours = self.quiet_hours + 1 if rate <= threshold else 0
         if self.quiet_hours < self.p.recover_hours:
-            return self._grow(bins)
+            return self._grow(bins, now)
         kind, self.loss_kind, self.quiet_hours = self.loss_kind, None, 0
         if kind == "loss_step":
             self.runs.clear()       # runs degraded by the step are no evidence of one bad LAG member
@@ -545,9 +588,13 @@ class LossDetector(Detector):
             return []                            # nothing open, or the LAG signature still holds it
         return self.close(kind, now - self.p.recover_hours * 3600.0, {"recovered_loss_pct": round(100 * rate, 5)})
 
-    def _grow(self, bins: list) -> list[Anomaly]:
+    def _grow(self, bins: list, now: float) -> list[Anomaly]:
         """Re-emit the open loss episode when the last day's loss reaches a higher severity."""
         kind = self.loss_kind
+        if kind == "loss_step" and kind in self.episodes:
+            became = self._step_still_rising(bins, now)
+            if became:
+                return became
         day = bins[-24:]
         sent = sum(b[2] for b in day)
         if kind not in self.episodes or not sent:
@@ -557,6 +604,45 @@ class LossDetector(Detector):
         return self.grow(kind, severity=severity_for(rate, 0.0, 1e-3, 1e-2), score=current.score,
                          summary=f"{current.summary} Loss over the last day: {100 * rate:.3f} %.",
                          evidence={**current.evidence, "last_day_loss_pct": round(100 * rate, 4)})
+
+    def _step_still_rising(self, bins: list, now: float) -> list[Anomaly]:
+        """Close the open step and open a rising loss from its start when its loss keeps climbing.
+
+        The first hours of a slow rise can be flat enough to be named a step. Once the step has
+        lasted ``rise_hours``, its second half more than twice as lossy as its first and a ramp from
+        the reference ahead of one or two constant rates (a second step) by ``shape_margin``, the
+        loss is rising.
+        """
+        p = self.p
+        step = self.episodes["loss_step"]
+        first_hour = int(step.start // 3600)
+        since = [b for b in bins if b[0] >= first_hour]
+        if len(since) < p.rise_hours:
+            return []
+        half = len(since) // 2
+        lost1, sent1 = sum(map(_LOST, since[:half])), sum(map(_SENT, since[:half]))
+        lost2, sent2 = sum(map(_LOST, since[half:])), sum(map(_SENT, since[half:]))
+        if not (sent1 and sent2) or lost2 / sent2 <= 2 * lost1 / sent1:
+            return []
+        p0 = max(self.reference_rate or 0.0, p.rate_floor)
+        ramp_llr, _, slope = _llr_ramp(since, p0)
+        levels_llr = _llr_two_levels(since, p0)
+        if ramp_llr - levels_llr < p.shape_margin or slope <= 0:
+            return []
+        rate1, rate2, per_day = lost1 / sent1, lost2 / sent2, slope * DAY
+        out = self.close("loss_step", now, {"became": "rising_loss"})
+        self.loss_kind = "rising_loss"
+        return out + self.open(
+            "rising_loss", start=step.start, at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+            score=min(1.0, 0.5 + (ramp_llr - levels_llr) / 20),
+            summary=f"Loss still rising since it stepped up at {from_epoch(step.start)}: {100 * rate1:.3f} % → "
+                    f"{100 * rate2:.3f} % over {len(since)} h (≈ {100 * per_day:+.3f} %/day) "
+                    f"from a {100 * p0:.4f} % reference.",
+            evidence={"reference_loss_pct": round(100 * p0, 5), "first_half_loss_pct": round(100 * rate1, 4),
+                      "second_half_loss_pct": round(100 * rate2, 4), "hours": len(since),
+                      "ramp_llr": round(ramp_llr, 1), "levels_llr": round(levels_llr, 1),
+                      "slope_pct_per_day": round(100 * per_day, 4), "was": "loss_step"},
+        )
 
     # ------------------------------------------------------------------ LAG signature
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
@@ -591,7 +677,10 @@ class LossDetector(Detector):
         if self.is_open("rising_loss"):
             return []
         n = len(self.runs)
-        if n < p.lag_runs // 2 or sum(map(_DEGRADED, self.runs)) < p.lag_min_runs:
+        if n < p.lag_runs // 2:
+            return []
+        if sum(map(_DEGRADED, self.runs)) < p.lag_min_runs and sum(
+                1 for r in self.runs if r[2] < p.lag_deep * clean_bps) < p.lag_min_collapsed:
             return []
         flags = [r for r in self.runs if r[1]]
         since = [r for r in self.runs if r[0] >= flags[0][0]]
@@ -627,23 +716,26 @@ class LossDetector(Detector):
 
     def _collapses_stand_out(self, flags: list, n: int, clean_bps: float) -> bool:
         """Whether the runs that collapsed (below ``lag_deep`` of the clean rate) are more than the
-        path's own collapses explain. On a path whose congestion now and then costs a run half its
-        rate, all bad runs together may be no more than usual while the flows hashed onto a failing
-        member, which collapse, are."""
+        path's own collapses (at least ``lag_collapse_rate``) explain. The flows hashed onto a
+        failing member collapse; a clean path's runs seldom do, so they stand out sooner than all
+        bad runs together, and also on a path whose congestion now and then costs a run half its
+        rate, where all bad runs together may be no more than usual."""
         p = self.p
         collapsed = sum(1 for r in flags if r[2] < p.lag_deep * clean_bps)
-        if collapsed < p.lag_min_runs:
+        if collapsed < p.lag_min_collapsed:
             return False
-        return not tail_exceeds(collapsed, n, self._usual_rate(self.history_collapsed), p.lag_alpha)
+        usual = self._usual_rate(self.history_collapsed, p.lag_collapse_rate)
+        return not tail_exceeds(collapsed, n, usual, p.lag_alpha)
 
-    def _usual_rate(self, history_count: int) -> float:
+    def _usual_rate(self, history_count: int, floor: float | None = None) -> float:
         """The share of runs expected to be bad (``history_count`` of the runs older than the LAG
-        window): ``lag_outlier_rate``, or the path's own rate when it has half a window of history
-        and that is higher."""
+        window): ``floor`` (``lag_outlier_rate`` unless given), or the path's own rate when it has
+        half a window of history and that is higher."""
         p = self.p
+        floor = p.lag_outlier_rate if floor is None else floor
         if self.history_runs >= p.lag_runs // 2:
-            return max(p.lag_outlier_rate, history_count / self.history_runs)
-        return p.lag_outlier_rate
+            return max(floor, history_count / self.history_runs)
+        return floor
 
     def _add_clean(self, obs: ThroughputObs) -> None:
         self.clean.append((obs.bps, obs.retransmits))
