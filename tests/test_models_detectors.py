@@ -557,6 +557,20 @@ def test_a_two_member_lag_half_the_runs_degraded_at_random_is_a_lag_signature():
     assert found_k2 >= 8, f"{found_k2} of 10"
 
 
+def _failing_member_runs(rng, days, onset, *, congested=0.0):
+    """Runs every 2 h; from ``onset`` the one in six hashed onto a failing member collapses to a few
+    percent of the rate; with ``congested``, that share of the others loses 40-75 % to congestion."""
+    runs = []
+    for t, b in throughput_series(rng, days):
+        if t >= onset and rng.random() < 1 / 6:
+            runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
+        elif congested and rng.random() < congested:
+            runs.append(run(t, b * rng.uniform(0.25, 0.6), retransmits=int(rng.integers(200, 1500))))
+        else:
+            runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+    return runs
+
+
 def test_a_failing_member_on_a_path_whose_congestion_costs_runs_half_their_rate():
     """One run in 15 loses 40-75 % of its rate to congestion (the path's own history learns that
     rate of bad runs); from day 8 the flows hashed onto a failing member of six collapse to a few
@@ -565,14 +579,8 @@ def test_a_failing_member_on_a_path_whose_congestion_costs_runs_half_their_rate(
     found = 0
     for seed in range(300, 312):
         rng = np.random.default_rng(seed)
-        onset, runs = T0 + 8 * DAY, []
-        for t, b in throughput_series(rng, 14):
-            if t >= onset and rng.random() < 1 / 6:
-                runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
-            elif rng.random() < 1 / 15:
-                runs.append(run(t, b * rng.uniform(0.25, 0.6), retransmits=int(rng.integers(200, 1500))))
-            else:
-                runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+        onset = T0 + 8 * DAY
+        runs = _failing_member_runs(rng, 14, onset, congested=1 / 15)
         hits = [a for a in detect(runs) if a.kind == "rising_loss"]
         found += len(hits) == 1 and hits[0].start >= onset - DAY
     assert found >= 7, f"{found} of 12"
@@ -586,12 +594,8 @@ def test_flows_collapsing_on_a_failing_member_are_found_from_their_fifth_collaps
     collapses_before_found = []
     for seed in range(320, 330):
         rng = np.random.default_rng(seed)
-        onset, runs = T0 + 3 * DAY, []
-        for t, b in throughput_series(rng, 12):
-            if t >= onset and rng.random() < 1 / 6:
-                runs.append(run(t, b * rng.uniform(0.005, 0.05), retransmits=int(rng.integers(5, 60))))
-            else:
-                runs.append(run(t, b, retransmits=int(rng.integers(0, 20))))
+        onset = T0 + 3 * DAY
+        runs = _failing_member_runs(rng, 12, onset)
         hits = [a for a in detect(runs) if a.kind == "rising_loss"]
         assert len(hits) == 1 and hits[0].start >= onset, seed
         collapses_before_found.append(sum(1 for r in runs if r.t <= hits[0].detected_at and r.bps < 0.1 * 9e9))
