@@ -408,3 +408,28 @@ def test_a_cause_seen_after_its_consequence_joins_the_consequence_ticket():
     joined = reconciler.handle(step.to_dict())
     assert (joined.action, joined.detail) == ("comment", "related") and len(backend.store) == 1
     assert backend.store["1"]["texts"][-1].startswith("Related on a → b: loss step, a likely cause of this throughput drop.")
+
+
+def test_a_step_that_becomes_a_rising_loss_stays_one_ticket():
+    """The loss detector names a failing member's first flat hours a step, then a rising loss from
+    the step's start; every state it emits, in order, keeps one ticket: the rise joins the step's
+    ticket as its cause, and the step closing leaves it open while the rise lasts."""
+    import numpy as np
+
+    from pathwatch.models.monitor import PathMonitor
+    from tests.detector_series import DAY, latency, latency_times
+    from tests.detector_series import T0 as SERIES_T0
+
+    onset = SERIES_T0 + 4 * DAY + 34 * 60
+    rate = lambda t: 1.4e-5 if t < onset else 1.3e-4 + 3e-3 * ((t - onset) / (8 * DAY)) ** 1.5  # noqa: E731
+    rng = np.random.default_rng(0)
+    monitor, emitted = PathMonitor("a", "b"), []
+    for t in latency_times(10):
+        emitted += monitor.observe(latency(t, 20.0, lost=int(rng.binomial(6000, rate(t)))))
+    assert [(a.kind, a.end is None) for a in emitted][:3] == [("loss_step", True), ("rising_loss", True), ("loss_step", False)]
+    backend = MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    actions = [reconciler.handle(a.to_dict()).action for a in emitted]
+    assert actions[:3] == ["create", "comment", "comment"], actions
+    assert len(backend.store) == 1 and backend.store["1"]["status"] != "resolved"
+    assert "rising loss, a likely cause of this loss step" in backend.store["1"]["texts"][1]

@@ -630,9 +630,10 @@ class LossDetector(Detector):
         if ramp_llr - levels_llr < p.shape_margin or slope <= 0:
             return []
         rate1, rate2, per_day = lost1 / sent1, lost2 / sent2, slope * DAY
-        out = self.close("loss_step", now, {"became": "rising_loss"})
         self.loss_kind = "rising_loss"
-        return out + self.open(
+        # The rise comes out before the step closes: a ticket system holding the step's ticket
+        # adds the rise to it as its cause rather than resolving it and opening another.
+        return self.open(
             "rising_loss", start=step.start, at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
             score=min(1.0, 0.5 + (ramp_llr - levels_llr) / 20),
             summary=f"Loss still rising since it stepped up at {from_epoch(step.start)}: {100 * rate1:.3f} % → "
@@ -642,7 +643,7 @@ class LossDetector(Detector):
                       "second_half_loss_pct": round(100 * rate2, 4), "hours": len(since),
                       "ramp_llr": round(ramp_llr, 1), "levels_llr": round(levels_llr, 1),
                       "slope_pct_per_day": round(100 * per_day, 4), "was": "loss_step"},
-        )
+        ) + self.close("loss_step", now, {"became": "rising_loss"})
 
     # ------------------------------------------------------------------ LAG signature
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
