@@ -433,3 +433,4 @@ def test_a_step_that_becomes_a_rising_loss_stays_one_ticket():
     assert actions[:3] == ["create", "comment", "comment"], actions
     assert len(backend.store) == 1 and backend.store["1"]["status"] != "resolved"
     assert "rising loss, a likely cause of this loss step" in backend.store["1"]["texts"][1]
+    assert backend.store["1"]["texts"][2].startswith("On a → b the loss step became a rising loss at ")

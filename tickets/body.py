@@ -194,8 +194,19 @@ def related_comment(anomaly: Mapping[str, Any], problem_kind: str, superset_url:
 
 
 def recovered_comment(anomaly: Mapping[str, Any], still_open: int) -> str:
-    """A path recovered while others are still affected."""
-    return f"Recovered on {_arrow(anomaly)} at {anomaly.get('end')}; still affected: {still_open} path(s).\nAnomaly: {anomaly['id']}"
+    """A path recovered, or its anomaly became another kind, while the ticket still has open ones.
+
+    >>> step = {"id": "x", "kind": "loss_step", "source": "a", "destination": "b", "end": "2026-01-02T00:00:00Z"}
+    >>> print(recovered_comment({**step, "evidence": {"became": "rising_loss"}}, 1))
+    On a → b the loss step became a rising loss at 2026-01-02T00:00:00Z; still affected: 1 path(s).
+    Anomaly: x
+    """
+    became = (anomaly.get("evidence") or {}).get("became")
+    if became:
+        what = f"On {_arrow(anomaly)} the {str(anomaly.get('kind')).replace('_', ' ')} became a {became.replace('_', ' ')}"
+    else:
+        what = f"Recovered on {_arrow(anomaly)}"
+    return f"{what} at {anomaly.get('end')}; still affected: {still_open} path(s).\nAnomaly: {anomaly['id']}"
 
 
 def resolved_text(anomaly: Mapping[str, Any], paths: int) -> str:
@@ -203,12 +214,12 @@ def resolved_text(anomaly: Mapping[str, Any], paths: int) -> str:
 
     >>> step = {"id": "x", "source": "a", "destination": "b", "end": "2026-01-02T00:00:00Z"}
     >>> print(resolved_text({**step, "evidence": {"became": "rising_loss"}}, 1))
-    Resolved: on a → b this became a rising_loss at 2026-01-02T00:00:00Z, followed on its own ticket.
+    Resolved: on a → b this became a rising loss at 2026-01-02T00:00:00Z, followed on its own ticket.
     Anomaly: x
     """
     evidence = anomaly.get("evidence") or {}
     if evidence.get("became"):
-        return (f"Resolved: on {_arrow(anomaly)} this became a {evidence['became']} at {anomaly.get('end')}, "
+        return (f"Resolved: on {_arrow(anomaly)} this became a {evidence['became'].replace('_', ' ')} at {anomaly.get('end')}, "
                 f"followed on its own ticket.\nAnomaly: {anomaly['id']}")
     ended = evidence.get("ended") or evidence.get("recovered")
     why = f" ({ended})" if ended else ""
