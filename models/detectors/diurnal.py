@@ -308,21 +308,10 @@ class DiurnalDetector(Detector):
 
     def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:
         t, low, middle = obs.t, obs.delay_min_ms, obs.delay_median_ms
-        queue = self.queue
         if obs.ok and obs.sent and obs.lost < obs.sent and low is not None and middle is not None:
             queued = middle - low
             tail = obs.delay_p95_ms - low if obs.delay_p95_ms is not None else queued
-            queue.append((t, queued, obs.loss or 0.0, tail))
-        # (_advance, inlined: this runs per sample)
-        horizon = t - self.p.window_days * DAY
-        runs = self.runs
-        while runs and runs[0][0] < horizon:
-            runs.popleft()
-        while queue and queue[0][0] < horizon:
-            queue.popleft()
-        next_check = self.next_check
-        if next_check is not None and t < next_check:
-            return []
+            self.queue.append((t, queued, obs.loss or 0.0, tail))
         return self._advance(t)
 
     def _advance(self, t: float) -> list[Anomaly]:

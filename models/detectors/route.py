@@ -395,7 +395,7 @@ class RouteDetector(Detector):
                     return out
             known.last, known.count = obs.t, known.count + 1
             if "route_change" not in self.episodes:
-                if getattr(known, "delay", None) is None and self.recent_delays:   # (known.usual_delay())
+                if known.usual_delay() is None and self.recent_delays:
                     known.delay = self.recent_delays[-1]
                 if obs.reached and obs.last_rtt_ms is not None:
                     self.rtts.append(obs.last_rtt_ms)
