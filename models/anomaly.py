@@ -3,11 +3,13 @@
 An anomaly is one episode on one path: it opens once (``end`` is ``None``), may be re-emitted
 with the same ``id`` when it grows (higher severity, more evidence), and closes once (``end``
 set). Consumers upsert on ``id``; the last emission of an id is its current state.
+``incident_id`` names the problem it belongs to: the id of the problem's root anomaly, its own
+id until :mod:`pathwatch.models.incidents` joins it to another's.
 
 >>> a = Anomaly.open("loss_step", "a", "b", start=0.0, detected_at=600.0, severity="warning",
 ...                  score=0.9, summary="Loss stepped from 0 to 0.5 %.", evidence={"loss_pct": 0.5})
->>> a.to_dict()["start"], a.to_dict()["end"], a.is_open
-('1970-01-01T00:00:00Z', None, True)
+>>> a.to_dict()["start"], a.to_dict()["end"], a.is_open, a.incident_id == a.id
+('1970-01-01T00:00:00Z', None, True, True)
 >>> Anomaly.from_dict(a.to_dict()) == a
 True
 """
@@ -53,6 +55,9 @@ class Anomaly:
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
     detector_version: str = DETECTOR_VERSION
+    # The root anomaly's id of the incident this one belongs to ("" in states pickled before
+    # incidents existed: read as its own id).
+    incident_id: str = ""
 
     @classmethod
     def open(
@@ -72,8 +77,9 @@ class Anomaly:
             raise ValueError(f"kind: unknown anomaly kind {kind!r}")
         if severity not in SEVERITIES:
             raise ValueError(f"severity: unknown severity {severity!r}")
+        aid = anomaly_id(kind, source, destination, start)
         return cls(
-            id=anomaly_id(kind, source, destination, start),
+            id=aid,
             kind=kind,
             source=source,
             destination=destination,
@@ -84,11 +90,21 @@ class Anomaly:
             score=round(float(score), 4),
             summary=summary,
             evidence=evidence,
+            incident_id=aid,
         )
 
     @property
     def is_open(self) -> bool:
         return self.end is None
+
+    @property
+    def incident(self) -> str:
+        """The incident's id: ``incident_id``, or the anomaly's own id where none was set."""
+        return self.incident_id or self.id
+
+    def in_incident(self, incident_id: str, evidence: dict[str, Any] | None = None) -> Anomaly:
+        """The same state as a member of ``incident_id`` (with ``evidence`` in place of its own)."""
+        return replace(self, incident_id=incident_id, evidence=self.evidence if evidence is None else evidence)
 
     def grown(self, *, severity: str, score: float, summary: str, evidence: dict[str, Any]) -> Anomaly:
         """The same episode with new severity, score, summary and evidence."""
@@ -113,6 +129,7 @@ class Anomaly:
             "summary": self.summary,
             "evidence": plain(self.evidence),
             "detector_version": self.detector_version,
+            "incident_id": self.incident,
         }
 
     @classmethod
@@ -133,6 +150,7 @@ class Anomaly:
             summary=data["summary"],
             evidence=dict(data.get("evidence") or {}),
             detector_version=data.get("detector_version", DETECTOR_VERSION),
+            incident_id=data.get("incident_id") or data["id"],
         )
 
 

@@ -50,7 +50,7 @@ def test_replay_is_independent_of_input_order_and_reconciles_counts():
 
 
 def test_every_anomaly_satisfies_the_committed_schema_and_round_trips():
-    validator = Draft202012Validator(schemas.load("anomaly.v1.schema.json"))
+    validator = Draft202012Validator(schemas.load("anomaly.v2.schema.json"))
     anomalies = replay(_mesh_records()).anomalies
     assert anomalies
     for anomaly in anomalies:

@@ -1,7 +1,7 @@
 """The anomaly record as JSON: what detectors emit and storage, tickets and dashboards read.
 
 The in-memory form is :class:`pathwatch.models.anomaly.Anomaly`; this pydantic type only fixes
-the JSON contract (``schemas/anomaly.v1.schema.json``) and validates it at the edges.
+the JSON contract (``schemas/anomaly.v2.schema.json``) and validates it at the edges.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .records import Rfc3339
 
-ANOMALY_SCHEMA_VERSION = 1
+# 2 added ``incident_id`` (optional: a v1 record reads as its own incident).
+ANOMALY_SCHEMA_VERSION = 2
 
 AnomalyKind = Literal[
     "route_change", "diurnal_saturation", "rising_loss", "mtu_blackhole", "window_limited", "throughput_drop",
@@ -35,3 +36,7 @@ class AnomalyRecord(BaseModel):
     summary: str = Field(min_length=1, description="One human sentence.")
     evidence: dict[str, Any] = Field(description="Numbers behind the verdict, per kind.")
     detector_version: str
+    incident_id: str | None = Field(
+        default=None,
+        description="Id of the root anomaly of the problem this one belongs to (its own id when it is the root); "
+                    "absent in v1 records, which read as their own incident.")
