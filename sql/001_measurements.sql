@@ -134,7 +134,7 @@ CREATE TABLE trace_hops (
 );
 CREATE INDEX trace_hops_ip ON trace_hops (ip);
 
--- Anomaly episodes (pathwatch/contract/schemas/anomaly.v2.schema.json; v1 without incident_id): one row per id, updated
+-- Anomaly episodes (pathwatch/contract/schemas/anomaly.v1.schema.json): one row per id, updated
 -- in place as the episode grows and closes.
 CREATE TABLE anomalies (
     id                uuid        PRIMARY KEY,
