@@ -1,10 +1,12 @@
 """Detector configuration: which detectors run and their parameters, from a file or defaults.
 
 A config file (YAML or JSON) maps detector names to parameter overrides; ``enabled`` lists the
-detectors to run (all by default)::
+detectors to run (all by default); ``incidents`` tunes how anomalies are grouped into incidents
+(:class:`pathwatch.models.incidents.IncidentParams`)::
 
     enabled: [route, levels, loss, diurnal, throughput_cause, clock, silence]
     levels: {shift_runs: 4}
+    incidents: {onset_window_s: 7200}
 
 >>> DetectorConfig.from_mapping({"silence": {"misses": 4}}).params["silence"].misses
 4.0
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pathwatch.models.base import Detector, Params
+from pathwatch.models.incidents import IncidentParams
 
 
 def detector_classes() -> dict[str, type[Detector]]:
@@ -30,6 +33,7 @@ def detector_classes() -> dict[str, type[Detector]]:
 class DetectorConfig:
     enabled: tuple[str, ...] = ()
     params: dict[str, Params] = field(default_factory=dict)
+    incidents: IncidentParams = field(default_factory=IncidentParams)
 
     def __post_init__(self) -> None:
         classes = detector_classes()
@@ -46,6 +50,9 @@ class DetectorConfig:
         classes = detector_classes()
         data = dict(data or {})
         enabled = data.pop("enabled", None)
+        incidents = data.pop("incidents", None) or {}
+        if not isinstance(incidents, dict):
+            raise ValueError(f"{where}.incidents: expected a mapping of parameters")
         if enabled is not None and (not isinstance(enabled, list) or not all(isinstance(e, str) for e in enabled)):
             raise ValueError(f"{where}.enabled: expected a list of detector names")
         params = {}
@@ -55,7 +62,8 @@ class DetectorConfig:
             if not isinstance(values, dict):
                 raise ValueError(f"{where}.{name}: expected a mapping of parameters")
             params[name] = classes[name].Params.from_mapping(values, where=f"{where}.{name}")
-        return cls(enabled=tuple(enabled or ()), params=params)
+        return cls(enabled=tuple(enabled or ()), params=params,
+                   incidents=IncidentParams.from_mapping(incidents, where=f"{where}.incidents"))
 
     @classmethod
     def from_file(cls, path: str | Path) -> DetectorConfig:

@@ -3,7 +3,8 @@
 The same :class:`~pathwatch.models.monitor.PathMonitor` objects the streaming job keeps in keyed
 state; the replay sorts each path's observations by time, feeds them, and finally advances
 every path to the end of the data (the latest record time) so silences are judged exactly as
-an event-time timer would judge them. The result is the last state of every anomaly id.
+an event-time timer would judge them. The result is the last state of every anomaly id, each
+a member of its incident (:mod:`pathwatch.models.incidents`, as the streaming job groups them).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from pathwatch.models.anomaly import KINDS, Anomaly
 from pathwatch.models.config import DetectorConfig
+from pathwatch.models.incidents import group
 from pathwatch.models.monitor import PathMonitor
 from pathwatch.models.observe import Observation, observe
 
@@ -86,6 +88,7 @@ def replay(
 ) -> Replay:
     """Run the detectors over canonical records (dicts); ``until`` defaults to the latest record time."""
     result = Replay()
+    config = config or DetectorConfig()
     counted = _Counting(records)
     by_path = group_observations(counted, result.skipped)
     result.records = counted.count
@@ -98,7 +101,8 @@ def replay(
             progress(len(rows))
     result.paths = len(by_path)
     rank = {kind: i for i, kind in enumerate(KINDS)}
-    result.anomalies = sorted(latest.values(), key=lambda a: (a.start, rank[a.kind], a.source or "", a.destination or ""))
+    ordered = sorted(latest.values(), key=lambda a: (a.start, rank[a.kind], a.source or "", a.destination or ""))
+    result.anomalies = group(ordered, paths=by_path, params=config.incidents)
     return result
 
 
