@@ -5,7 +5,8 @@ into one wide table (the union of the record kinds' fields) and upserted into th
 hypertables on (id, time); trace hops are written once per distinct path; throughput intervals
 one row per interval; anomalies are upserted on id (each new state of an episode overwrites
 the last; the contract's ``end`` is the column ``end_time``, as JDBC does not quote
-names); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
+names; ``incident_id``, the id of the root anomaly of its problem, is the anomaly's own id when a
+v1 record has none); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
 on the record-time bucket, upserted as they change (the current hour and day included).
 """
 
@@ -59,11 +60,19 @@ SINKS = {
         asn BIGINT, as_owner STRING, mtu INT, `error` STRING, first_seen STRING""", "path_id, ttl"),
     "anomalies_sink": ("anomalies", """`id` STRING, kind STRING, `source` STRING, `destination` STRING,
         `start` STRING, detected_at STRING, end_time STRING, severity STRING, score DOUBLE, summary STRING,
-        evidence STRING, detector_version STRING""", "`id`"),
+        evidence STRING, detector_version STRING, incident_id STRING""", "`id`"),
     "deadletters_sink": ("dead_letters", """`id` STRING, stage STRING, reason STRING, field STRING,
         `format` STRING, topic STRING, kafka_partition INT, kafka_offset BIGINT, received_at STRING,
         input STRING, input_encoding STRING""", "`id`"),
 }
+
+# The anomalies topic's JSON (contract anomaly.v2; v1 records have no incident_id), and what the
+# anomalies sink takes from it: a record without an incident is its own (sql/006).
+ANOMALY_FIELDS = """`id` STRING, kind STRING, `source` STRING, `destination` STRING, `start` STRING,
+  detected_at STRING, `end` STRING, severity STRING, score DOUBLE, summary STRING, evidence STRING,
+  detector_version STRING, incident_id STRING"""
+ANOMALIES_SELECT = ("SELECT `id`, kind, `source`, `destination`, `start`, detected_at, `end`, severity, score, summary, "
+                    "evidence, detector_version, COALESCE(NULLIF(incident_id, ''), `id`) AS incident_id FROM anomalies_json")
 
 ROLLUP_COLUMNS = """bucket STRING, `source` STRING, `destination` STRING,
     throughput_runs BIGINT, throughput_failed BIGINT, throughput_mean_bps DOUBLE, throughput_min_bps DOUBLE,
@@ -119,9 +128,7 @@ def build(settings, restore: bool = True):
       ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
       proc AS PROCTIME()
     ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
-    tables.execute_sql(f"""CREATE TABLE anomalies_json (
-      `id` STRING, kind STRING, `source` STRING, `destination` STRING, `start` STRING, detected_at STRING,
-      `end` STRING, severity STRING, score DOUBLE, summary STRING, evidence STRING, detector_version STRING
+    tables.execute_sql(f"""CREATE TABLE anomalies_json ({ANOMALY_FIELDS}
     ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE deadletters_json (
       `id` STRING, stage STRING, reason STRING, field STRING, `format` STRING, topic STRING,
@@ -159,8 +166,7 @@ def build(settings, restore: bool = True):
                 SELECT path_id, hops, `time`, ROW_NUMBER() OVER (PARTITION BY path_id ORDER BY proc ASC) AS rn
                 FROM records_json WHERE `kind` = 'trace') WHERE rn = 1) AS d
         CROSS JOIN UNNEST(d.hops) AS h (ttl, ip, other_ips, hostname, asn, as_owner, mtu, `error`)""")
-    s.add_insert_sql("INSERT INTO anomalies_sink SELECT `id`, kind, `source`, `destination`, `start`, detected_at, "
-                     "`end`, severity, score, summary, evidence, detector_version FROM anomalies_json")
+    s.add_insert_sql(f"INSERT INTO anomalies_sink {ANOMALIES_SELECT}")
     s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
     s.add_insert_sql(rollup_query("hourly_sink", "HOUR"))
     s.add_insert_sql(rollup_query("daily_sink", "DAY"))
