@@ -55,7 +55,7 @@ later adopts what it explains: :meth:`IncidentGrouper.add` returns every anomaly
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,9 +107,15 @@ class IncidentParams(Params):
     retain_s: float = 7 * 24 * HOUR
 
 
-def path_of(anomaly: Anomaly) -> str:
-    """``source>destination``, the form the topics key paths by."""
-    return f"{anomaly.source or ''}>{anomaly.destination or ''}"
+def path_of(anomaly: Anomaly | Mapping[str, Any]) -> str:
+    """``source>destination`` of an anomaly or its dict (empty ends stay empty), the form the topics key paths by.
+
+    >>> path_of({"source": "a", "destination": None})
+    'a>'
+    """
+    if isinstance(anomaly, Anomaly):
+        return f"{anomaly.source or ''}>{anomaly.destination or ''}"
+    return f"{anomaly.get('source') or ''}>{anomaly.get('destination') or ''}"
 
 
 def hosts_of(anomaly: Anomaly) -> tuple[str, ...]:
@@ -117,7 +123,7 @@ def hosts_of(anomaly: Anomaly) -> tuple[str, ...]:
     return tuple(h for h in (anomaly.source, anomaly.destination) if h)
 
 
-def divergence_hop(evidence: dict[str, Any]) -> str | None:
+def divergence_hop(evidence: Mapping[str, Any]) -> str | None:
     """The old route's hop at the divergence TTL, from a route change's evidence (None if unanswered).
 
     >>> divergence_hop({"divergence_ttl": 4, "old_hops": ["1.1.1.1", "2.2.2.2", "3.3.3.3"]})
@@ -132,23 +138,62 @@ def divergence_hop(evidence: dict[str, Any]) -> str | None:
     return None
 
 
-def element_of(anomaly: Anomaly) -> str | None:
-    """The network element (not a host) a single anomaly's evidence names, if any.
+def named_element(kind: str, destination: str | None, evidence: Mapping[str, Any]) -> str | None:
+    """The network element (not a host) an anomaly's own evidence names, if any: the hop a route
+    left at its divergence, the hop where the MTU drops, a LAG bundle into the destination.
 
-    >>> a = Anomaly.open("rising_loss", "a", "b", start=0, detected_at=0, severity="warning", score=1,
-    ...                  summary="s", evidence={"lag_k_estimate": 6})
-    >>> element_of(a)
+    >>> named_element("rising_loss", "b", {"lag_k_estimate": 6})
     'lag:k=6|to:b'
+    >>> named_element("route_change", "b", {"divergence_ttl": 4, "old_hops": ["1.1.1.1", "2.2.2.2"]})
+    'hop:2.2.2.2'
     """
-    evidence = anomaly.evidence
-    if anomaly.kind == "route_change":
+    if kind == "route_change":
         hop = divergence_hop(evidence)
         return None if hop is None else f"hop:{hop}"
-    if anomaly.kind == "mtu_blackhole" and isinstance(evidence.get("mtu_drop_hop"), str):
+    if kind == "mtu_blackhole" and isinstance(evidence.get("mtu_drop_hop"), str):
         return f"hop:{evidence['mtu_drop_hop']}"
-    if anomaly.kind == "rising_loss" and isinstance(evidence.get("lag_k_estimate"), int) and anomaly.destination:
-        return f"lag:k={evidence['lag_k_estimate']}|to:{anomaly.destination}"
+    if kind == "rising_loss" and isinstance(evidence.get("lag_k_estimate"), int) and destination:
+        return f"lag:k={evidence['lag_k_estimate']}|to:{destination}"
     return None
+
+
+def element_of(anomaly: Anomaly) -> str | None:
+    """:func:`named_element` of an anomaly."""
+    return named_element(anomaly.kind, anomaly.destination, anomaly.evidence)
+
+
+def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
+    """Keys of the problem an anomaly (a dict of the contract) may belong to, best first, for systems
+    that file problems by key (tickets, Alertmanager): the element its evidence names, else the
+    source host of a silence or either host of a clock, else the path.
+
+    >>> problem_keys({"kind": "route_change", "source": "a", "destination": "b",
+    ...               "evidence": {"divergence_ttl": 4, "old_hops": ["1.1.1.1", "2.2.2.2", "3.3.3.3"]}})
+    ['route_change|hop:2.2.2.2']
+    >>> problem_keys({"kind": "throughput_drop", "source": "a", "destination": "b", "evidence": {}})
+    ['throughput_drop|path:a>b']
+    >>> problem_keys({"kind": "clock_error", "source": "a", "destination": "b", "evidence": {}})
+    ['clock_error|host:a', 'clock_error|host:b']
+    """
+    kind = anomaly["kind"]
+    source, destination = anomaly.get("source"), anomaly.get("destination")
+    element = named_element(kind, destination, anomaly.get("evidence") or {})
+    if element is not None:
+        return [f"{kind}|{element}"]
+    if kind == "no_data" and source:
+        return [f"{kind}|host:{source}"]
+    if kind == "clock_error" and source and destination:
+        return [f"{kind}|host:{source}", f"{kind}|host:{destination}"]
+    return [f"{kind}|path:{source or ''}>{destination or ''}"]
+
+
+def scope_of(key: str) -> str:
+    """What a problem key groups by: ``path``, ``hop``, ``host`` or ``lag``.
+
+    >>> scope_of("route_change|hop:10.0.0.1"), scope_of("loss_step|path:a>b")
+    ('hop', 'path')
+    """
+    return key.split("|", 2)[1].split(":", 1)[0]
 
 
 def explains(cause: str, consequence: str) -> bool:

@@ -12,7 +12,7 @@ import requests
 from pathwatch.tickets import reconcile
 from pathwatch.tickets.alertmanager import AlertPoster, anomalies_of, receiver
 from pathwatch.tickets.backends.base import Member
-from pathwatch.tickets.keys import path_of
+from pathwatch.models.incidents import path_of
 from tests.test_tickets_rt import _expected, _summary
 from tests.tickets_stack import ticket_stack  # noqa: F401  (the fixture)
 from tests.tickets_stream import scenario

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from pathwatch.tickets import body, keys, policy, reconcile
+from pathwatch.models import incidents as keys
+from pathwatch.tickets import body, policy, reconcile
 from pathwatch.tickets.backends.base import BackendUnavailable, ProblemState, Ticket
 from tests.tickets_stream import DAY, HOP, HOUR, T0, TEN, loss_step, route_change, scenario
 
@@ -88,7 +89,7 @@ class MemoryBackend:
 
 def test_docstring_examples_of_the_tickets_package():
     attempted = 0
-    for name in ("keys", "body", "policy", "reconcile", "service", "alertmanager", "backends.base", "backends.webhook",
+    for name in ("body", "policy", "reconcile", "service", "alertmanager", "backends.base", "backends.webhook",
                  "backends.rt"):
         module = importlib.import_module(f"pathwatch.tickets.{name}")
         result = doctest.testmod(module)
@@ -434,3 +435,38 @@ def test_a_step_that_becomes_a_rising_loss_stays_one_ticket():
     assert len(backend.store) == 1 and backend.store["1"]["status"] != "resolved"
     assert "rising loss, a likely cause of this loss step" in backend.store["1"]["texts"][1]
     assert backend.store["1"]["texts"][2].startswith("On a → b the loss step became a rising loss at ")
+
+
+def test_an_incident_is_one_ticket_whatever_kinds_and_paths_it_spans():
+    """A host gone dark: no_data on its paths, unreachable and route changes on the paths to it. Each
+    kind has its own problem key; grouped into one incident by the models' grouper, they are one ticket,
+    and an afternoon a diurnal saturation adopts after it ended is recorded on that one's ticket."""
+    from pathwatch.models.anomaly import Anomaly
+    from pathwatch.models.incidents import IncidentGrouper
+
+    def make(kind, source, destination, start, end=None):
+        a = Anomaly.open(kind, source, destination, start=start, detected_at=start + 900, severity="major",
+                         score=0.9, summary=f"{kind}.", evidence={})
+        return a if end is None else a.closed(end)
+
+    grouper, backend = IncidentGrouper(), MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    dark = [make("no_data", "h", "a", T0), make("unreachable", "a", "h", T0 + 600),
+            make("route_change", "b", "h", T0 + 1200), make("no_data", "h", "b", T0 + 300)]
+    for anomaly in dark:
+        for state in grouper.add(anomaly):
+            reconciler.handle(state.to_dict())
+    assert len(backend.store) == 1
+    assert len(backend.store["1"]["state"].members) == 4
+    for anomaly in dark:
+        for state in grouper.add(anomaly.closed(T0 + DAY)):
+            reconciler.handle(state.to_dict())
+    assert [t["status"] for t in backend.store.values()] == ["resolved"]
+
+    afternoon = make("latency_shift", "c", "d", T0 + 14 * HOUR, T0 + 19 * HOUR)
+    diurnal = make("diurnal_saturation", "c", "d", T0 + DAY + 14 * HOUR)
+    for anomaly in (afternoon, diurnal):
+        for state in grouper.add(anomaly):
+            reconciler.handle(state.to_dict())
+    assert len(backend.store) == 2      # the afternoon closed before it had a ticket; the saturation has one
+    assert set(backend.store["2"]["state"].members) == {afternoon.id, diurnal.id}

@@ -30,7 +30,7 @@ def _summary(stack, tag: str) -> dict:
     backend = stack.backend()
     steps = scenario(tag)
     keys = {"loss": None, "route": None}
-    from pathwatch.tickets.keys import problem_keys
+    from pathwatch.models.incidents import problem_keys
 
     keys["loss"] = problem_keys(steps[0].anomaly)[0]
     keys["route"] = problem_keys(steps[6].anomaly)[0]

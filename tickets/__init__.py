@@ -1,5 +1,5 @@
 """Tickets from anomalies: one ticket per problem, kept in step with the anomalies topic.
 
-Pure parts (``keys``, ``body``, ``policy``, ``reconcile``) are apart from I/O (``backends``,
+Pure parts (``body``, ``policy``, ``reconcile``) are apart from I/O (``backends``,
 ``alertmanager``, ``service``). See README.md.
 """

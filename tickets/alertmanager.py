@@ -27,7 +27,7 @@ import requests
 
 from pathwatch.contract.timefmt import format_utc
 from pathwatch.tickets.backends.base import BackendError, BackendUnavailable
-from pathwatch.tickets.keys import problem_keys
+from pathwatch.models.incidents import problem_keys
 from pathwatch.tickets.reconcile import SKIP, Outcome, Reconciler
 from pathwatch.tickets.service import BadAnomaly, parse
 

@@ -15,7 +15,7 @@ import re
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from pathwatch.tickets.keys import divergence_hop, path_of
+from pathwatch.models.incidents import divergence_hop, path_of
 
 _RISON_ID = re.compile(r"^[A-Za-z_./~-][A-Za-z0-9_./~-]*$")
 
@@ -182,7 +182,7 @@ def related_comment(anomaly: Mapping[str, Any], problem_kind: str, superset_url:
     >>> related_comment({**lag, "kind": "latency_shift"}, "route_change").splitlines()[0]
     'Related on a → b: latency shift, a known consequence of this route change.'
     """
-    from pathwatch.evaluation.matching import CONSEQUENCES
+    from pathwatch.models.incidents import CONSEQUENCES
 
     kind, problem = anomaly["kind"], problem_kind.replace("_", " ")
     role = "a likely cause" if problem_kind in CONSEQUENCES.get(kind, ()) else "a known consequence"

@@ -7,6 +7,9 @@ at most one call that changes the ticket:
 =================================================  ======================================
 the anomaly                                         the ticket
 =================================================  ======================================
+is a member of an incident whose root has a ticket  handled on the root's ticket (one ticket per
+                                                    incident, :mod:`pathwatch.models.incidents`);
+                                                    a closed member joins it silently
 opens, no ticket (or resolved beyond the window)    create (subject to quiet mode, rate limit)
 opens, the ticket was resolved within the window    reopen, with a comment
 opens on another path of an open problem            comment "also on …" (+ priority)
@@ -33,7 +36,7 @@ from typing import Any, Callable, Mapping
 from pathwatch.contract.timefmt import parse_rfc3339
 from pathwatch.tickets import body
 from pathwatch.tickets.backends.base import Backend, BackendError, Member, ProblemState, Ticket
-from pathwatch.tickets.keys import path_of, problem_keys, related_kinds
+from pathwatch.models.incidents import path_of, problem_keys, related_kinds
 from pathwatch.tickets.policy import Policy, RateLimiter, rank, site_of
 
 log = logging.getLogger(__name__)
@@ -111,6 +114,10 @@ class Reconciler:
         (a latency shift and the route change behind it); for a problem of either end's host, an
         open one of the same kind through either host (re-keyed to the shared host); else the
         first key's newest ticket (None if it never had one)."""
+        incident = anomaly.get("incident_id")
+        if incident and incident != anomaly["id"]:       # a member: its root's ticket is the incident's
+            for ticket in self.backend.holding(incident):
+                return ticket.key, self._keep(ticket)
         candidates = problem_keys(anomaly)
         found = [(key, self._find(key)) for key in candidates]
         for key, tickets in found:
@@ -162,6 +169,11 @@ class Reconciler:
             if ticket.state.members[aid] == member:
                 return Outcome(SKIP, aid, key, ticket, "already recorded")
         if not known:
+            if not is_open and ticket is not None and a.get("incident_id") in ticket.state.members:
+                # an episode its incident's cause adopted after it ended: recorded, nothing to say
+                state = ProblemState({**ticket.state.members, aid: member}, ticket.state.cleared_at)
+                return Outcome(UPDATE, aid, key, self._keep(self.backend.update_state(ticket, state)),
+                               "closed member of the incident")
             if not is_open:
                 return Outcome(SKIP, aid, key, ticket, "closed before it had a ticket")
             if not self.policy.wants(severity):
