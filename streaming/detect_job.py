@@ -1,5 +1,9 @@
 """The detect job: records topic -> anomalies topic (+ dead letters for late records), PyFlink.
 
+Two operators: ``detect`` (keyed by path, every path's detectors) and ``incidents`` (one task:
+:class:`~pathwatch.models.incidents.IncidentGrouper` joins the paths' anomalies into incidents and
+emits each state with its ``incident_id``, re-emitting the members whose incident changed).
+
 Records are keyed by path; each path's :class:`~pathwatch.streaming.ordering.PathState` (the
 ``models/`` detectors plus a buffer) lives in Flink keyed state. The watermark trails the newest
 record time by the ordering delay; an event-time timer releases the buffered records the
@@ -62,6 +66,7 @@ def _detect_function(config_path: str | None):
             self.pending_state = context.get_list_state(ListStateDescriptor("pending", Types.PICKLED_BYTE_ARRAY()))
             self.armed_state = context.get_state(ValueStateDescriptor("armed", Types.LONG()))
             self.cache: dict[str, PathState] = {}
+            self.new_paths: list[str] = []   # paths first seen, to announce to the incidents operator
             self.blobs: dict[str, dict[str, bytes]] = {}  # path -> record id -> its pending entry, pickled
 
         def _path(self, key: str, record: dict | None) -> PathState:
@@ -72,6 +77,7 @@ def _detect_function(config_path: str | None):
                     state = pickle.loads(saved)
                 else:
                     state = PathState(PathMonitor(*endpoints_of(key, record), self.config))
+                    self.new_paths.append(key)
                 blobs = list(self.pending_state.get() or [])
                 entries = [pickle.loads(blob) for blob in blobs]
                 state.restore_pending(entries)
@@ -93,6 +99,8 @@ def _detect_function(config_path: str | None):
             key = ctx.get_current_key()
             record = orjson.loads(body)
             state = self._path(key, record)
+            while self.new_paths:
+                yield Row("path", self.new_paths.pop(), "")
             verdict = state.accept(record)
             if verdict == PENDING:
                 entry = state.pending[-1]
@@ -130,6 +138,43 @@ def _detect_function(config_path: str | None):
     return Detect
 
 
+def _incidents_function(config_path: str | None):
+    from pyflink.common import Row, Types
+    from pyflink.datastream import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+    from pathwatch.models.anomaly import Anomaly
+    from pathwatch.models.config import DetectorConfig
+    from pathwatch.models.incidents import IncidentGrouper
+
+    class Incidents(KeyedProcessFunction):
+        """Every anomaly state and path announcement through one grouper (a single key, one task)."""
+
+        def open(self, context):
+            self.params = (DetectorConfig.from_file(config_path) if config_path else DetectorConfig()).incidents
+            self.state = context.get_state(ValueStateDescriptor("grouper", Types.PICKLED_BYTE_ARRAY()))
+            self.grouper: IncidentGrouper | None = None
+
+        def _grouper(self) -> IncidentGrouper:
+            if self.grouper is None:
+                saved = self.state.value()
+                self.grouper = pickle.loads(saved) if saved is not None else IncidentGrouper(self.params)
+            return self.grouper
+
+        def process_element(self, row, ctx):
+            grouper = self._grouper()
+            if row[0] == "path":
+                grouper.see_path(*endpoints_of(row[1], None))
+            else:
+                anomaly = Anomaly.from_dict(orjson.loads(row[2]))
+                grouper.forget(anomaly.detected_at)
+                for state in grouper.add(anomaly):
+                    yield Row("anomaly", state.id, orjson.dumps(state.to_dict()).decode())
+            self.state.update(pickle.dumps(grouper, protocol=5))
+
+    return Incidents
+
+
 def _path_of(body: str) -> str:
     """The path key of a record's JSON (what the publishers and the normalise job key by)."""
     from pathwatch.streaming.normalise import path_key
@@ -165,10 +210,15 @@ def build(settings, restore: bool = True, config_path: str | None = None):
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
     stream = env.from_source(source, watermarks, "records")
+    rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
     detected = (stream.key_by(_path_of, key_type=Types.STRING())
-                .process(_detect_function(config_path)(records), output_type=Types.ROW_NAMED(
-                    ["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])).name("detect"))
-    tables.create_temporary_view("detected", tables.from_data_stream(detected))
+                .process(_detect_function(config_path)(records), output_type=rows).name("detect"))
+    # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
+    grouped = (detected.filter(lambda row: row[0] != "dead")
+               .key_by(lambda row: "incidents", key_type=Types.STRING())
+               .process(_incidents_function(config_path)(), output_type=rows).name("incidents").set_parallelism(1))
+    tables.create_temporary_view("detected", tables.from_data_stream(detected.filter(lambda row: row[0] == "dead")
+                                                                     .union(grouped)))
     statements = tables.create_statement_set()
     statements.add_insert_sql("INSERT INTO anomalies_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
                               "FROM detected WHERE target = 'anomaly'")

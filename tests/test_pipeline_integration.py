@@ -103,9 +103,10 @@ def test_streaming_anomalies_equal_pathwatch_detect(stream, tmp_path):
     until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(stream["data_end"]) + 1))
     out = tmp_path / "anomalies.jsonl"
     cli(stream["home"], "detect", str(raw), "--out", str(out), "--until", until)
-    offline = {(row["id"], row["kind"]) for row in map(json.loads, out.read_text().splitlines())}
-    streamed = {(str(row[0]), row[1]) for row in _rows(settings, "SELECT id, kind FROM anomalies")}
+    offline = {(row["id"], row["kind"], row["incident_id"]) for row in map(json.loads, out.read_text().splitlines())}
+    streamed = {(str(row[0]), row[1], str(row[2])) for row in _rows(settings, "SELECT id, kind, incident_id FROM anomalies")}
     assert offline, "the simulated mesh should give anomalies"
+    assert len({row[2] for row in offline}) < len(offline), "the mesh's host-level faults should group into incidents"
     assert streamed == offline
 
 
