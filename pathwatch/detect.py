@@ -75,13 +75,21 @@ def run_detect(inputs: list[str], out: Path, *, format: str | None, config: Path
 
 
 def _summary(console: Console, result, rejected: Counter, out: Path) -> None:
-    by_kind = Counter(a.kind for a in result.anomalies)
-    still_open = Counter(a.kind for a in result.anomalies if a.is_open)
-    table = Table(title=f"{len(result.anomalies)} anomalies on {result.paths} paths from {result.records} records → {out}")
-    for column in ("kind", "anomalies", "still open"):
-        table.add_column(column, justify="left" if column == "kind" else "right")
+    """Per root kind: incidents, still open, and the anomalies they hold (a root's members count with it)."""
+    roots = {a.id: a for a in result.anomalies if a.incident == a.id}
+    members = Counter(a.incident for a in result.anomalies)
+    by_kind = Counter(root.kind for root in roots.values())
+    still_open = Counter(root.kind for root in roots.values()
+                         if any(a.is_open for a in result.anomalies if a.incident == root.id))
+    held = Counter()
+    for root in roots.values():
+        held[root.kind] += members[root.id]
+    table = Table(title=f"{len(roots)} incidents ({len(result.anomalies)} anomalies) on {result.paths} paths "
+                        f"from {result.records} records → {out}")
+    for column in ("root kind", "incidents", "still open", "anomalies"):
+        table.add_column(column, justify="left" if column == "root kind" else "right")
     for kind, count in sorted(by_kind.items()):
-        table.add_row(kind, str(count), str(still_open[kind]))
+        table.add_row(kind, str(count), str(still_open[kind]), str(held[kind]))
     console.print(table)
     for reason, count in sorted(result.skipped.items()):
         console.print(f"skipped {count} records: {reason}")

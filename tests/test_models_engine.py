@@ -69,7 +69,7 @@ def test_detect_command_writes_anomalies_and_summarises(tmp_path):
     out = tmp_path / "anomalies.jsonl"
     done = subprocess.run([PATHWATCH, "detect", *EXAMPLES, "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert out.exists() and "0 anomalies on" in done.stderr
+    assert out.exists() and "0 incidents (0 anomalies) on" in done.stderr
 
 
 def test_detect_command_rejects_bad_config_naming_the_parameter(tmp_path):
