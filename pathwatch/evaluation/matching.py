@@ -32,20 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pathwatch.models.anomaly import Anomaly
+# Label kind -> anomaly kinds that are known consequences of it (explained, not false alarms): the
+# incidents' table, so what the grouping joins to a cause is what the evaluation explains by it.
+from pathwatch.models.incidents import CONSEQUENCES
 
 HOUR = 3600.0
-
-# Label kind -> anomaly kinds that are known consequences of it (explained, not false alarms).
-CONSEQUENCES: dict[str, frozenset[str]] = {
-    "route_change": frozenset({"latency_shift", "throughput_drop"}),
-    "mtu_blackhole": frozenset({"throughput_drop"}),
-    "window_limited": frozenset({"throughput_drop"}),        # a smaller window is a lower rate
-    "loss_step": frozenset({"throughput_drop"}),
-    "rising_loss": frozenset({"throughput_drop", "loss_step"}),
-    "diurnal_saturation": frozenset({"latency_shift", "throughput_drop", "loss_step"}),  # busy-hour loss
-    "unreachable": frozenset({"no_data", "loss_step"}),      # probes to a dead path are all lost
-    "clock_error": frozenset({"latency_shift"}),
-}
 
 
 @dataclass(frozen=True)
