@@ -178,14 +178,14 @@ def _report(folder: Path, settings, console: Console) -> tuple[str, str] | None:
                   for table in ("throughput", "latency", "trace", "dead_letters", "anomalies")}
         rows = connection.execute(
             "SELECT id, kind, source, destination, start, detected_at, end_time, severity, score, summary, evidence, "
-            "detector_version FROM anomalies ORDER BY start").fetchall()
+            "detector_version, incident_id FROM anomalies ORDER BY start").fetchall()
         end = connection.execute("SELECT extract(epoch FROM max(time)) FROM latency").fetchone()[0]
     names = ("id", "kind", "source", "destination", "start", "detected_at", "end", "severity", "score", "summary",
-             "evidence", "detector_version")
+             "evidence", "detector_version", "incident_id")
     anomalies = []
     for row in rows:
         value = dict(zip(names, row))
-        value["id"] = str(value["id"])
+        value["id"], value["incident_id"] = str(value["id"]), str(value["incident_id"])
         for key in ("start", "detected_at", "end"):
             moment = value[key]
             value[key] = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if moment else None
@@ -209,7 +209,8 @@ def _report(folder: Path, settings, console: Console) -> tuple[str, str] | None:
     console.print(table)
     false = [a for j, a in enumerate(anomalies) if matching.status(j) == "false"]
     explained = sum(1 for j in range(len(anomalies)) if matching.status(j) == "explained")
-    console.print(f"{len(anomalies)} anomalies in all: {len(anomalies) - len(false) - explained} match an injected "
+    incidents = len({a.incident for a in anomalies})
+    console.print(f"{len(anomalies)} anomalies in {incidents} incidents: {len(anomalies) - len(false) - explained} match an injected "
                   f"pathology, {explained} are its consequences (e.g. a latency shift from a route change), "
                   f"{len(false)} unexplained.", markup=False)
     busiest = Counter((a.source, a.destination) for a in anomalies).most_common(1)
