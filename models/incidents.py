@@ -369,11 +369,13 @@ class IncidentGrouper:
         return keys
 
     def _neighbours(self, anomaly: Anomaly) -> set[str]:
+        """Held anomalies sharing a host or element with ``anomaly`` (an index entry may outlive a
+        state whose evidence named another element: only held ids count)."""
         ids: set[str] = set()
         for key in self._index_keys(anomaly):
             ids |= self.by_host.get(key, set())
         ids.discard(anomaly.id)
-        return ids
+        return {aid for aid in ids if aid in self.states}
 
     def _component(self, start: str) -> set[str]:
         """The ids connected to ``start`` by :func:`related`."""

@@ -166,3 +166,16 @@ def test_a_host_gone_dark_is_one_incident():
     root = next(a for a in grouped if a.id == a.incident_id)
     assert root.evidence["location"]["element"] == "host:h"
     assert root.evidence["location"]["paths_unaffected"] == []
+
+
+def test_forgotten_anomalies_leave_no_trace_in_later_grouping():
+    grouper = IncidentGrouper(IncidentParams(retain_s=DAY))
+    # a route change re-dated to another divergence hop keeps an index entry under the old hop
+    first = make("route_change", "a", "b", T0, evidence={"divergence_ttl": 2, "old_hops": ["10.0.0.1", "10.0.0.2"]})
+    grouper.add(first)
+    grouper.add(first.closed(T0 + HOUR).grown(severity="warning", score=0.5, summary="s",
+                                               evidence={"divergence_ttl": 2, "old_hops": ["10.0.0.1", "10.0.0.9"]}))
+    grouper.forget(T0 + 3 * DAY)
+    assert first.id not in grouper.states
+    later = make("route_change", "c", "d", T0 + 3 * DAY, evidence={"divergence_ttl": 2, "old_hops": ["10.0.0.1", "10.0.0.2"]})
+    assert [a.incident_id for a in grouper.add(later)] == [later.id]
