@@ -157,3 +157,117 @@ def test_dashboard_layouts_name_charts_as_the_charts_do():
         for item in dashboard["position"].values():
             if isinstance(item, dict) and item.get("type") == "CHART":
                 assert item["meta"]["sliceName"] == names[str(item["meta"]["uuid"])], path
+
+
+# --- incidents: the NOC sees incidents first, members on demand ----------------------------------
+
+def base_sql(dataset) -> str:
+    """The dataset's SQL before its Jinja clauses."""
+    return dataset["sql"].split("{%", 1)[0]
+
+
+def _by_table(name: str) -> dict:
+    found = [d for d in DATASETS.values() if d["table_name"] == name]
+    assert len(found) == 1, f"the bundle should have one dataset over the {name} view"
+    return found[0]
+
+
+def _charts_in_reading_order(slug: str) -> list[dict]:
+    """The charts of a dashboard as a person reads them: depth-first from ROOT_ID."""
+    (dashboard,) = [d for d in DASHBOARDS.values() if d["slug"] == slug]
+    by_uuid = {str(c["uuid"]): c for c in CHARTS.values()}
+    position, order, stack = dashboard["position"], [], ["ROOT_ID"]
+    while stack:
+        item = position.get(stack.pop())
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "CHART":
+            order.append(by_uuid[str(item["meta"]["uuid"])])
+        stack.extend(reversed(item.get("children", [])))
+    return order
+
+
+def _shown(chart) -> set[str]:
+    params = chart["params"]
+    return set(params.get("all_columns") or []) | set(params.get("groupby") or []) | (
+        {params["x_axis"]} if isinstance(params.get("x_axis"), str) else set())
+
+
+def _open_only(chart) -> bool:
+    return chart["query_context"]["queries"][0]["extras"]["where"] == "(status = 'open')"
+
+
+def test_the_incidents_dataset_reads_the_incidents_view():
+    incidents = _by_table("incidents")
+    assert base_sql(incidents).split() == ["SELECT", "*", "FROM", "incidents"]
+    assert incidents["main_dttm_col"] == "start"
+    assert {"incident_id", "incident", "root_kind", "location", "path_count", "member_count", "start", "end_time",
+            "is_open", "severity", "ticket"} <= _columns(incidents)
+
+
+def test_the_anomalies_dashboard_shows_open_incidents_first_then_their_members():
+    first, second, *_ = _charts_in_reading_order("anomalies")
+    assert DATASETS[str(first["dataset_uuid"])]["table_name"] == "incidents", first["slice_name"]
+    assert _open_only(first)
+    assert {"severity", "root_kind", "location", "path_count", "member_count", "start", "duration_h",
+            "ticket_link"} <= _shown(first)
+    assert DATASETS[str(second["dataset_uuid"])]["table_name"] == "anomalies", second["slice_name"]
+    assert {"incident", "is_root", "kind", "path_link"} <= _shown(second)
+
+
+def test_members_are_filterable_by_incident_on_the_anomalies_dashboard():
+    (dashboard,) = [d for d in DASHBOARDS.values() if d["slug"] == "anomalies"]
+    by_name = {f["name"]: f for f in dashboard["metadata"]["native_filter_configuration"]}
+    assert "Incident" in by_name
+    (target,) = by_name["Incident"]["targets"]
+    column = target["column"]["name"]
+    assert DATASETS[str(target["datasetUuid"])]["table_name"] == "incidents"
+    # The same column in both datasets: one choice filters the incident's row and its members.
+    assert column in _columns(_by_table("incidents")) and column in _columns(_by_table("anomalies"))
+    assert by_name["Incident"]["scope"] == {"rootPath": ["ROOT_ID"], "excluded": []}
+
+
+def test_the_mesh_overview_counts_incidents_not_anomaly_rows():
+    charts = _charts_in_reading_order("mesh-overview")
+    tables = {c["slice_name"]: DATASETS[str(c["dataset_uuid"])]["table_name"] for c in charts}
+    assert "anomalies" not in tables.values(), tables
+    counting = [c for c in charts if _open_only(c)]
+    assert counting and all(tables[c["slice_name"]] == "incidents" for c in counting), tables
+    assert any(c["params"].get("x_axis") == "root_kind" for c in counting), "open incidents by kind"
+    attention = [c for c in charts if tables[c["slice_name"]] == "mesh_status" and c["params"].get("query_mode") == "raw"]
+    assert attention and all("open_incidents" in _shown(c) for c in attention)
+
+
+def _render(dataset, values: dict[str, list[str]]):
+    """The dataset's SQL as Superset's Jinja renders it, with ``values`` as the dashboard's filter values."""
+    import jinja2
+
+    calls = []
+
+    def filter_values(column, default=None, remove_filter=False):
+        calls.append((column, remove_filter))
+        return values.get(column, [])
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["where_in"] = lambda items: "(" + ", ".join("'" + v.replace("'", "''") + "'" for v in items) + ")"
+    return env.from_string(dataset["sql"]).render(filter_values=filter_values), calls
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FILES if p.startswith("datasets/")))
+def test_dataset_sql_renders(path):
+    sql, _ = _render(FILES[path], {"site": ["CERN"], "source": ["a"], "destination": ["b"], "kind": ["loss_step"]})
+    assert "{" not in sql and "%}" not in sql
+
+
+def test_incidents_follow_the_source_destination_kind_and_site_filters_through_their_members():
+    incidents = _by_table("incidents")
+    sql, calls = _render(incidents, {})
+    assert sql.split() == ["SELECT", "*", "FROM", "incidents"]
+    # Superset must not also apply them as plain columns (the view has none of that name).
+    assert {("source", True), ("destination", True), ("kind", True), ("site", True)} <= set(calls)
+    sql, _ = _render(incidents, {"source": ["ps-a"], "kind": ["no_data"], "site": ["CERN"]})
+    assert "incident_id IN (SELECT incident_id FROM anomalies_board WHERE" in " ".join(sql.split())
+    for clause in ("source IN ('ps-a')", "kind IN ('no_data')", "source_site IN ('CERN')",
+                   "destination_site IN ('CERN')"):
+        assert clause in sql
+    assert "destination IN" not in sql.replace("destination_site IN", "")
