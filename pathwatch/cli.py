@@ -282,12 +282,14 @@ def simulate(
     days: Annotated[int, typer.Option(min=4, help="Days of measurements.")] = 21,
     start: Annotated[Optional[str], typer.Option(help="RFC 3339 start of the simulated period (default: a fixed date).")] = None,
     cadence: Annotated[Optional[list[str]], typer.Option(help="NAME=SECONDS: how often a test runs, e.g. throughput_s=21600 (names: latency_s, latency_packets, throughput_s, throughput_jitter_s, throughput_run_s, trace_s, tracepath_s).")] = None,
+    benign: Annotated[bool, typer.Option("--benign/--no-benign", help="The benign behaviour catalogue (busy-hour standing queues, partly answering and slow routers, ICMP rate limiting, asymmetric routes, NTP corrections, reboots, loaded hosts, cross-traffic, skipped runs; pathwatch/sim/benign.py) and its untuned host. --no-benign: the meshes of before the catalogue.")] = True,
+    benign_only: Annotated[bool, typer.Option("--benign-only", help="No pathology at all, only the benign catalogue: no labels, every alarm is false.")] = False,
 ) -> None:
     """Write a simulated measurement mesh with injected pathologies, in the tools' real formats, and its labels."""
     from pathwatch.sim.command import run_simulate
 
     raise typer.Exit(run_simulate(out, seed=seed, hosts=hosts, days=days, start=start, console=_err(),
-                                  cadences=cadence or ()))
+                                  cadences=cadence or (), benign=benign, benign_only=benign_only))
 
 
 @app.command()

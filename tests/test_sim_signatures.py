@@ -17,7 +17,9 @@ from pathwatch.sim.generate import path_lines, plan
 from pathwatch.sim.scenario import Episode
 
 # Sparser latency and trace tests than the defaults keep the parsing quick; throughput as default.
-CONFIG = SimConfig(seed=11, hosts=7, days=7, cadences=Cadences(latency_s=1800, trace_s=3600, tracepath_s=7200))
+# The benign catalogue is off: each pathology's own signature, exactly (the catalogue's: test_sim_benign.py).
+CONFIG = SimConfig(seed=11, hosts=7, days=7, cadences=Cadences(latency_s=1800, trace_s=3600, tracepath_s=7200),
+                   benign=False)
 ONSET = CONFIG.start + 3 * DAY_S + 10 * 3600 + 17 * 60
 BUSY_UTC_H = 14.0
 

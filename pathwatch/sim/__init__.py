@@ -27,11 +27,19 @@ every 2 h per path with a few minutes of slip and one run per host at a time, tr
 Healthy paths carry noise on purpose: run-to-run throughput variation, slow-start ramps,
 mild daily swings, single bad runs and single lossy latency windows, rare packet loss,
 silent routers and dropped probes, ECMP alternation, one-trace route blips, PMTUD that works
-across a 1500-byte hop, NIC-pinned flat throughput.
+across a 1500-byte hop, NIC-pinned flat throughput. On top, by default, the benign behaviour
+catalogue (:mod:`pathwatch.sim.benign`, parameters drawn per seed): busy-hour standing queues
+that raise the one-way delay floor, partly answering, rate-limiting and slow-path routers,
+asymmetric routes, NTP steps and slews within the clock-error estimate, host reboots and
+maintenance windows, CPU-loaded hosts, cross-traffic bursts, skipped and late tests — none of
+them labelled — and one labelled pathology that is there from the first day: an untuned host
+(``window_limited`` from the data start). ``SimConfig(benign=False)`` (``--no-benign``) writes
+the meshes of before the catalogue, byte for byte; ``SimConfig(benign_only=True)``
+(``--benign-only``) the benign-only family: no pathology, no labels, every alarm is false.
 
 Modules, from plan to bytes: ``config`` (options) → ``sites``/``routes``/``mesh`` (topology)
-→ ``scenario`` (episodes) → ``schedule`` (test times) → ``effects`` (episodes as
-per-measurement modifiers) → ``measure_latency``/``measure_throughput``/``measure_trace``
+→ ``benign`` (the catalogue) → ``scenario`` (episodes) → ``schedule`` (test times) → ``effects``
+(episodes as per-measurement modifiers) → ``measure_latency``/``measure_throughput``/``measure_trace``
 (numbers, tool-neutral) → ``render_pscheduler``/``render_iperf3``/``render_tracepath``
 (payloads) → ``generate`` (envelopes in time order, pure) → ``writer`` (files) →
 ``command`` (the CLI). Same seed and options, same bytes.

@@ -19,13 +19,15 @@ EXIT_BAD_OPTION = 2
 
 
 def run_simulate(out: Path, *, seed: int, hosts: int, days: int, start: str | None, console: Console,
-                 cadences: list[str] | tuple[str, ...] = ()) -> int:
+                 cadences: list[str] | tuple[str, ...] = (), benign: bool = True, benign_only: bool = False) -> int:
     """Write ``raw.jsonl``, ``labels.jsonl`` and ``mesh.json`` into ``out``; returns the exit code.
 
-    ``cadences``: ``NAME=SECONDS`` settings of :class:`~pathwatch.sim.config.Cadences`.
+    ``cadences``: ``NAME=SECONDS`` settings of :class:`~pathwatch.sim.config.Cadences`; ``benign``:
+    the benign catalogue (:mod:`pathwatch.sim.benign`); ``benign_only``: no pathology at all.
     """
     try:
-        config = SimConfig(seed=seed, hosts=hosts, days=days, start_text=start, cadences=parse_cadences(cadences))
+        config = SimConfig(seed=seed, hosts=hosts, days=days, start_text=start, cadences=parse_cadences(cadences),
+                           benign=benign, benign_only=benign_only)
     except ValueError as error:
         console.print(str(error), markup=False)
         return EXIT_BAD_OPTION
@@ -62,5 +64,7 @@ def _summary(console: Console, out: Path, sim: Simulation, counts: Counter) -> N
     hit = {(e.src, e.dst) for e in sim.episodes}
     console.print(records)
     console.print(episodes)
+    family = ("benign-only (no pathology), " if sim.config.benign_only
+              else "" if sim.config.benign else "benign catalogue off, ")
     console.print(f"{len(sim.mesh.hosts)} hosts, {len(sim.mesh.paths)} paths ({len(sim.mesh.paths) - len(hit)} healthy), "
-                  f"seed {sim.config.seed}; mesh in {out / MESH}", markup=False)
+                  f"{family}seed {sim.config.seed}; mesh in {out / MESH}", markup=False)

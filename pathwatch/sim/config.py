@@ -81,6 +81,8 @@ class SimConfig:
     days: int = 21
     start_text: str | None = None
     cadences: Cadences = field(default_factory=Cadences)
+    benign: bool = True         # the benign behaviour catalogue (pathwatch.sim.benign); False: the old meshes
+    benign_only: bool = False   # no pathology at all: every alarm on such a mesh is false
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or self.seed < 0:
@@ -97,6 +99,8 @@ class SimConfig:
         if moment.year < 2000 or moment.year > 2100:
             raise ValueError(f"--start: expected a year between 2000 and 2100, got {moment.year}")
         self.cadences.check()
+        if self.benign_only and not self.benign:
+            raise ValueError("--benign-only: the benign-only family needs the benign catalogue (drop --no-benign)")
         object.__setattr__(self, "_start", int(moment.timestamp()))
 
     @property

@@ -47,7 +47,12 @@ class Modifiers:
     mtu_blackhole: np.ndarray        # bool
     unreachable: np.ndarray          # bool
     route_changed: np.ndarray        # bool
+    floor_ms: np.ndarray             # a standing queue on the way: every packet waits (one-way floor, RTT)
+    return_floor_ms: np.ndarray      # a standing queue on the way back: RTT only (ACKs, the destination's reply)
+    jitter_weight: np.ndarray        # share of probes a loaded host timestamps late
+    jitter_ms: np.ndarray            # that lateness' exponential scale
     episodes: dict[str, Episode] = field(default_factory=dict)
+    floor_after: float = 0.0         # routers this far along the path (frac) and beyond sit behind the queue
 
     def param(self, kind: str, name: str, default=None):
         episode = self.episodes.get(kind)
@@ -61,7 +66,7 @@ _FLAGS = ("window_limited", "mtu_blackhole", "unreachable", "route_changed")
 def _empty(n: int) -> Modifiers:
     """No change at all: zero deltas and losses, factors of one, flags off."""
     arrays = {f.name: np.ones(n) if f.name in _ONES else np.zeros(n, dtype=bool) if f.name in _FLAGS else np.zeros(n)
-              for f in fields(Modifiers) if f.name not in ("n", "episodes")}
+              for f in fields(Modifiers) if f.name not in ("n", "episodes", "floor_after")}
     return Modifiers(n=n, **arrays)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import orjson
 
+from . import benign as benign_catalogue
+from .benign import Catalogue, asymmetric_mesh, draw_catalogue, thin_schedule
 from .clock import rfc3339
 from .config import DAY_S, SimConfig
 from .effects import modifiers, silenced
@@ -45,6 +47,7 @@ class Simulation:
     episodes: list[Episode]
     schedule: Schedule
     routes: dict[int, PathRoutes]   # by path index: the routes its traces can take
+    benign: Catalogue | None = None  # the benign behaviours (None: catalogue off)
 
     def with_episodes(self, episodes: list[Episode]) -> Simulation:
         """The same mesh and schedule with other episodes (hand-placed ones, in tests and notebooks)."""
@@ -65,9 +68,15 @@ class Line:
 def plan(config: SimConfig) -> Simulation:
     """Mesh, episodes and test schedule for ``config`` (deterministic in the seed)."""
     mesh = build_mesh(config.hosts, np.random.default_rng([config.seed, 1]))
+    catalogue = None
+    if config.benign:
+        catalogue = draw_catalogue(mesh, config)
+        mesh = asymmetric_mesh(mesh, config, catalogue)
     episodes = choose_episodes(mesh, config, np.random.default_rng([config.seed, 2]))
     schedule = build_schedule(mesh, config, np.random.default_rng([config.seed, 3]))
-    return Simulation(config, mesh, episodes, schedule, _routes(mesh, episodes))
+    if catalogue is not None:
+        schedule = Schedule(thin_schedule(schedule.times, catalogue, config))
+    return Simulation(config, mesh, episodes, schedule, _routes(mesh, episodes), catalogue)
 
 
 def _routes(mesh: Mesh, episodes: list[Episode]) -> dict[int, PathRoutes]:
@@ -85,6 +94,8 @@ class _PathTests:
         self.episodes = for_path(sim.episodes, path.src.name, path.dst.name)
         self.routes = sim.routes[path.index]
         self.rngs = {test: np.random.default_rng([sim.config.seed, 4, path.index, n]) for n, test in enumerate(TESTS)}
+        self.benign_rngs = {test: np.random.default_rng([sim.config.seed, benign_catalogue.STREAM_TRACE, path.index, n])
+                            for n, test in enumerate(TESTS)}
 
     def lines(self, start: float, end: float) -> list[Line]:
         out: list[Line] = []
@@ -92,6 +103,8 @@ class _PathTests:
         for test in tests:
             times = self.sim.schedule.between((self.path.index, test), start, end)
             times = times[~silenced(self.episodes, times)]
+            if self.sim.benign is not None:
+                times = times[~self.sim.benign.outage(self.path, times)]
             if len(times):
                 out.extend(self._render(test, times))
         return out
@@ -99,6 +112,8 @@ class _PathTests:
     def _render(self, test: str, times: np.ndarray) -> Iterator[Line]:
         path, rng, cad = self.path, self.rngs[test], self.sim.config.cadences
         mods = modifiers(self.episodes, path.src.name, times)
+        if self.sim.benign is not None:
+            benign_catalogue.apply(self.sim.benign, path, times, mods)
         if test == "latency":
             hops = self.routes.hop_count(mods.route_changed)
             results = measure_latency(path, times, mods, rng, packets=cad.latency_packets, hops=hops)
@@ -111,7 +126,8 @@ class _PathTests:
             payloads = [(fmt, render(run, path)) for run in runs]
             delays = cad.throughput_run_s + rng.uniform(5, 20, len(times))
         else:
-            traces = measure_trace(path, self.routes, times, mods, rng, test)
+            traces = measure_trace(path, self.routes, times, mods, rng, test, catalogue=self.sim.benign,
+                                   benign_rng=self.benign_rngs[test])
             if test == "tracepath":
                 payloads = [("tracepath", tracepath_text(tr, names=path.src.tracepath_names, asymm=path.asymm))
                             for tr in traces]

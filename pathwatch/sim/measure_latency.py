@@ -96,12 +96,16 @@ def measure_latency(path: Path, t: np.ndarray, mods: Modifiers, rng: np.random.G
     spike_ms = rng.uniform(3.0, 30.0, n)
     queue_weight = np.where(bad, np.maximum(mods.queue_weight, 0.3), mods.queue_weight)
     queue_ms = np.where(bad, spike_ms, np.where(mods.queue_ms > 0, mods.queue_ms, 1.0))
-    weights = np.stack([np.zeros(n), np.full(n, path.tail_weight), path.diurnal.queue_weight * busy, queue_weight], axis=1)
-    weights = np.minimum(weights, 0.95)
+    columns = [np.zeros(n), np.full(n, path.tail_weight), path.diurnal.queue_weight * busy, queue_weight]
+    spreads = [np.full(n, path.jitter_ms), np.full(n, path.tail_ms), np.full(n, path.diurnal.queue_ms), queue_ms]
+    if mods.jitter_weight.any():  # a loaded host timestamps some probes late
+        columns.append(mods.jitter_weight)
+        spreads.append(np.where(mods.jitter_ms > 0, mods.jitter_ms, 1.0))
+    weights = np.minimum(np.stack(columns, axis=1), 0.95)
     weights[:, 0] = np.maximum(0.0, 1.0 - weights[:, 1:].sum(axis=1))
-    scales = np.stack([np.full(n, path.jitter_ms), np.full(n, path.tail_ms), np.full(n, path.diurnal.queue_ms), queue_ms], axis=1)
+    scales = np.stack(spreads, axis=1)
 
-    minimum = (path.rtt_ms * path.fwd_share + path.clock_offset_ms + mods.owd_delta_ms
+    minimum = (path.rtt_ms * path.fwd_share + path.clock_offset_ms + mods.owd_delta_ms + mods.floor_ms
                + rng.normal(0.0, 0.004, n))
     first_bucket = np.floor(minimum / BUCKET_MS).astype(np.int64)
     offset = minimum - first_bucket * BUCKET_MS

@@ -99,7 +99,7 @@ def _run(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Generator
     if mods.unreachable[i]:
         error = mods.param("unreachable", "error", "No route to host")
         return Run(time=t, ok=False, error=f"unable to connect to server: {error}")
-    rtt_ms = path.rtt_ms + float(mods.rtt_delta_ms[i])
+    rtt_ms = path.rtt_ms + float(mods.rtt_delta_ms[i]) + float(mods.floor_ms[i] + mods.return_floor_ms[i])
     busy = float(healthy_busy(path.diurnal, np.array([t]))[0])
     rate = path.rate_bps * (1 - path.diurnal.throughput_drop * busy) * float(mods.rate_factor[i])
     rate *= math.exp(rng.normal(0.0, path.rate_cv))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .benign import Catalogue, rate_limit_bursts
 from .effects import Modifiers
 from .mesh import Mesh, Path
 from .routes import Router
@@ -103,7 +104,7 @@ class _Draws:
 
     blip: np.ndarray
     variant: np.ndarray
-    dropped: np.ndarray
+    dropped: np.ndarray        # uniform draws: a router's answer is lost when below its miss rate
     extra_ms: np.ndarray       # ICMP generation time, sometimes a slow control plane
     host_ms: np.ndarray
     queue_share: np.ndarray
@@ -113,7 +114,7 @@ class _Draws:
     def draw(cls, n: int, blip_rate: float, rng: np.random.Generator) -> _Draws:
         shape = (n, MAX_TTL)
         slow = np.where(rng.random(shape) < _SLOW_PATH_RATE, rng.uniform(1.0, 25.0, shape), 0.0)
-        return cls(rng.random(n) < blip_rate, rng.integers(0, 3, n), rng.random(shape) < _DROP_RATE,
+        return cls(rng.random(n) < blip_rate, rng.integers(0, 3, n), rng.random(shape),
                    rng.exponential(0.25, shape) + slow, rng.exponential(0.04, n), rng.uniform(0, 3, shape),
                    rng.uniform(0.3, 1.0, n))
 
@@ -143,13 +144,41 @@ def _limits(path: Path, route: tuple[Router, ...], i: int, mods: Modifiers, tool
     return len(route), None, report
 
 
-def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draws: _Draws, tool: str) -> Trace:
+@dataclass(frozen=True)
+class _Benign:
+    """The benign catalogue's share of a batch of traces (:mod:`pathwatch.sim.benign`)."""
+
+    catalogue: Catalogue
+    limited: tuple[int, float, np.ndarray] | None   # (first rate-limited TTL, answer probability, in a burst)
+    answered: np.ndarray                             # uniform draws against that probability (traces, TTLs)
+    slow_noise: np.ndarray                           # exponential noise of slow-path answers, x their delay
+
+    @classmethod
+    def draw(cls, catalogue: Catalogue, path: Path, t: np.ndarray, rng: np.random.Generator) -> _Benign:
+        shape = (len(t), MAX_TTL)
+        return cls(catalogue, rate_limit_bursts(catalogue, path, t), rng.random(shape), rng.exponential(0.6, shape))
+
+    def silent(self, i: int, ttl: int, ip: str, u: float) -> bool:
+        if u < self.catalogue.answer_miss(ip):
+            return True
+        if self.limited is not None and self.limited[2][i] and ttl >= self.limited[0]:
+            return bool(self.answered[i, ttl - 1] >= self.limited[1])
+        return False
+
+    def slow_ms(self, i: int, ttl: int, ip: str) -> float:
+        base = self.catalogue.slow_path(ip)
+        return base * (0.5 + float(self.slow_noise[i, ttl - 1])) if base else 0.0
+
+
+def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draws: _Draws, tool: str,
+         benign: _Benign | None = None) -> Trace:
     changed = bool(mods.route_changed[i])
     route = _route(path, routes, changed, bool(draws.blip[i]), int(draws.variant[i]))
     rtt_total = path.rtt_ms + (float(mods.rtt_delta_ms[i]) if changed else 0.0)
     shift_from = mods.param("latency_shift", "from_ttl") or MAX_TTL + 1
     shift = 0.0 if changed else float(mods.rtt_delta_ms[i])
     queue = float(mods.queue_weight[i] * mods.queue_ms[i])
+    floor, back_floor = float(mods.floor_ms[i]), float(mods.return_floor_ms[i])
     last, silence, report = _limits(path, route, i, mods, tool)
     flag = mods.param("unreachable", "flag") if mods.unreachable[i] else None
     dropped, extra, share = draws.dropped[i].tolist(), draws.extra_ms[i].tolist(), draws.queue_share[i].tolist()
@@ -158,13 +187,20 @@ def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draw
         ttl = index + 1
         pmtu_from = route[index - 1].ip if ttl == report and index > 0 else None
         is_host = index == len(route) - 1
-        if not is_host and (router.silent or dropped[index]):
+        quiet = (dropped[index] < _DROP_RATE) if benign is None else benign.silent(i, ttl, router.ip, dropped[index])
+        if not is_host and (router.silent or quiet):
             hops.append(Hop(ttl, None, pmtu_from=pmtu_from))
             continue
         rtt = router.frac * rtt_total + (shift if ttl >= shift_from else 0.0)
         rtt += float(draws.host_ms[i]) if is_host else extra[index]
         if router.frac > 0.3:
             rtt += queue * share[index]
+        if floor and router.frac >= mods.floor_after:
+            rtt += floor
+        if is_host:
+            rtt += back_floor
+        elif benign is not None:
+            rtt += benign.slow_ms(i, ttl, router.ip)
         echo = round(max(0.01, rtt * float(draws.echo[i])), 3) if ttl == 1 else None
         hops.append(Hop(ttl, router.ip, router.hostname, round(max(0.01, rtt), 3), router.asn, router.owner,
                         flag if ttl == last else None, pmtu_from, echo))
@@ -178,7 +214,13 @@ def _one(path: Path, routes: PathRoutes, t: float, i: int, mods: Modifiers, draw
 
 
 def measure_trace(path: Path, routes: PathRoutes, t: np.ndarray, mods: Modifiers, rng: np.random.Generator,
-                  tool: str) -> list[Trace]:
-    """One trace per start time in ``t`` as ``tool`` (traceroute or tracepath) sees it."""
+                  tool: str, *, catalogue: Catalogue | None = None,
+                  benign_rng: np.random.Generator | None = None) -> list[Trace]:
+    """One trace per start time in ``t`` as ``tool`` (traceroute or tracepath) sees it; with a benign
+    ``catalogue`` (and its own ``benign_rng``) routers answer at their own rates, rate-limit in bursts
+    and answer slowly where the catalogue says so."""
     draws = _Draws.draw(len(t), path.blip_rate, rng)
-    return [_one(path, routes, float(t[i]), i, mods, draws, tool) for i in range(len(t))]
+    benign = None
+    if catalogue is not None:
+        benign = _Benign.draw(catalogue, path, t, benign_rng if benign_rng is not None else np.random.default_rng(0))
+    return [_one(path, routes, float(t[i]), i, mods, draws, tool, benign) for i in range(len(t))]

@@ -203,8 +203,22 @@ def _pick(kind: str, mesh: Mesh, plan: _Plan, rng: np.random.Generator, *, over_
 
 def choose_episodes(mesh: Mesh, config: SimConfig, rng: np.random.Generator) -> list[Episode]:
     """Every injected episode, one per (kind, path), in a stable order."""
+    if config.benign_only:
+        return []
     plan = _Plan(mesh)
     episodes = _host_episodes(mesh, config, plan, rng)
+    if config.benign and len(mesh.hosts) >= 6:  # the catalogue's untuned host: window-limited from the first day
+        from .benign import untuned_host_episodes
+
+        taken = {index for index, uses in plan.uses.items() if uses != {"clock_error"}}
+        untuned = untuned_host_episodes(mesh, config, taken, episodes[0].params["host"] if episodes else None)
+        for episode in untuned:
+            path = mesh.path(episode.src, episode.dst)
+            if plan.free(path):  # on top of the budget: the other kinds keep their paths
+                plan.budget += 1
+                plan.hard_budget += 1
+            plan.take(path, "window_limited")
+        episodes += untuned
     per_kind = max(1, round(len(mesh.paths) / 21))
     path_kinds = [k for k in KINDS if k not in ("clock_error", "no_data")]
     first = ["mtu_blackhole", "window_limited", "throughput_drop", "route_change"]

@@ -43,7 +43,9 @@ def mesh_document(sim: Simulation) -> dict:
               "ecmp_hops": {str(k + 1): [r.ip for r in v] for k, v in p.ecmp.items()}} for p in sim.mesh.paths]
     return {"seed": config.seed, "start": rfc3339(config.start), "end": rfc3339(config.end), "days": config.days,
             "cadences_s": asdict(config.cadences), "hosts": hosts, "paths": paths,
-            "episodes": [label(e) for e in sim.episodes]}
+            "episodes": [label(e) for e in sim.episodes],
+            "family": "benign-only" if config.benign_only else "labelled",
+            "benign": None if sim.benign is None else sim.benign.describe()}
 
 
 def write_simulation(out: FsPath, sim: Simulation, lines: Iterable[Line]) -> Counter:
