@@ -20,7 +20,7 @@ from rich.console import Console
 
 from pathwatch.evaluation.inputs import InputError, read_anomalies, read_labels
 from pathwatch.evaluation.matching import HOUR, Label, match
-from pathwatch.evaluation.metrics import DAY, score
+from pathwatch.evaluation.metrics import DAY, incidents, score, score_grouped, score_strict
 from pathwatch.evaluation.report import Report
 from pathwatch.models.anomaly import Anomaly
 
@@ -96,10 +96,14 @@ def run_evaluate(
         index = _draw(cases(label_rows, systems, end_of_data=end), series,
                       {name: found for name, (found, _) in systems.items()}, plots, start, end, console)
 
+    ours_match = systems["pathwatch"][1]
     report = Report(scores["pathwatch"], scores.get("WLCG"), tolerance_s=tolerance_s, start=start, end=end,
                     paths=len(paths), paths_from="raw" if raw else "labels and anomalies", labels=len(label_rows),
                     anomalies=len(ours), baseline_alarms=len(systems["WLCG"][0]) if raw else None,
-                    plots=None if index is None else str(index))
+                    plots=None if index is None else str(index),
+                    strict=score_strict(label_rows, ours, ours_match, path_days=path_days),
+                    grouped=score_grouped(label_rows, ours, ours_match, path_days=path_days),
+                    incidents=len(incidents(ours)))
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()

@@ -150,8 +150,10 @@ def read_anomalies(path: Path) -> list[Anomaly]:
 
 
 def simulated_records(directory: Path, *, seed: int, hosts: int, days: int, start: str | None = None,
-                      reuse: bool = False, cadences: list[str] | tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Simulate a labelled mesh into ``directory`` and parse its raw.jsonl with the project's parsers.
+                      reuse: bool = False, cadences: list[str] | tuple[str, ...] = (),
+                      benign_only: bool = False, benign: bool = True) -> list[dict[str, Any]]:
+    """Simulate a labelled mesh (``benign_only``: one of the benign-only family; ``benign=False``:
+    without the benign catalogue) into ``directory`` and parse its raw.jsonl with the project's parsers.
 
     With ``reuse``, a directory that already holds a simulation (its labels.jsonl) is parsed as it
     is. Raises RuntimeError naming the seed when the simulation fails or a simulated input is rejected.
@@ -166,7 +168,8 @@ def simulated_records(directory: Path, *, seed: int, hosts: int, days: int, star
     quiet = Console(stderr=True, quiet=True)
     directory = Path(directory)
     if not (reuse and (directory / "labels.jsonl").exists()):
-        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet, cadences=cadences) != 0:
+        if run_simulate(directory, seed=seed, hosts=hosts, days=days, start=start, console=quiet, cadences=cadences,
+                        benign_only=benign_only, benign=benign) != 0:
             raise RuntimeError(f"simulating seed {seed} into {directory} failed")
     rejected: Counter = Counter()
     records = list(parsed_records([str(directory / "raw.jsonl")], None, rejected, quiet))

@@ -1,5 +1,9 @@
 """The evaluation report: a JSON-ready dict and a rich table, pathwatch and the WLCG baseline per kind.
 
+pathwatch is scored as matched (consequences of a labelled cause explained), and, when given,
+strict (no explained credit) and incident-grouped (one alarm per incident): the JSON's
+``pathwatch_strict`` and ``pathwatch_grouped``, and the table's ``strict``/``grouped`` rows.
+
 >>> from pathwatch.evaluation.metrics import Score
 >>> row = {"all": Score("all", 2, 1, 1, 1, 0, (60.0,), 10.0)}
 >>> r = Report(row, None, tolerance_s=3600.0, start=0.0, end=86400.0, paths=10, paths_from="raw",
@@ -38,6 +42,9 @@ class Report:
     anomalies: int
     baseline_alarms: int | None = None
     plots: str | None = None
+    strict: dict[str, Score] | None = None
+    grouped: dict[str, Score] | None = None
+    incidents: int | None = None
 
     @property
     def days(self) -> float:
@@ -49,8 +56,11 @@ class Report:
             "data": {"start": from_epoch(self.start), "end": from_epoch(self.end), "days": round(self.days, 3),
                      "paths": self.paths, "paths_from": self.paths_from,
                      "path_days": round(self.paths * self.days, 3)},
-            "labels": self.labels, "anomalies": self.anomalies, "baseline_alarms": self.baseline_alarms,
+            "labels": self.labels, "anomalies": self.anomalies, "incidents": self.incidents,
+            "baseline_alarms": self.baseline_alarms,
             "pathwatch": {kind: s.to_dict() for kind, s in self.ours.items()},
+            "pathwatch_strict": None if self.strict is None else {kind: s.to_dict() for kind, s in self.strict.items()},
+            "pathwatch_grouped": None if self.grouped is None else {kind: s.to_dict() for kind, s in self.grouped.items()},
             "wlcg": None if self.baseline is None else {kind: s.to_dict() for kind, s in self.baseline.items()},
             "note": None if self.baseline is not None else NO_BASELINE,
             "plots": self.plots,
@@ -66,7 +76,9 @@ class Report:
                      "delay med.", "delay max", "false/100pd"):
             table.add_column(name, justify="left" if name in ("kind", "by") else "right", no_wrap=True)
         for kind, ours in self.ours.items():
-            rows = [("ours", ours)] + ([("WLCG", self.baseline[kind])] if self.baseline else [])
+            rows = ([("ours", ours)] + ([("strict", self.strict[kind])] if self.strict and kind in self.strict else [])
+                    + ([("grouped", self.grouped[kind])] if self.grouped and kind in self.grouped else [])
+                    + ([("WLCG", self.baseline[kind])] if self.baseline else []))
             if all(s.labels == 0 and s.true_alarms + s.false_alarms + s.explained == 0 for _, s in rows):
                 continue
             for n, (system, s) in enumerate(rows):
@@ -77,7 +89,8 @@ class Report:
     def print(self, console: Console) -> None:
         console.print(self.table())
         console.print("found: labels detected / labels · alarms: true + false (explained ones apart) · delay: "
-                      "label start to first detection · false/100pd: false alarms per 100 path-days", style="dim")
+                      "label start to first detection · false/100pd: false alarms per 100 path-days · strict: "
+                      "no explained credit · grouped: one alarm per incident (incident_id)", style="dim")
 
 
 def _cells(s: Score) -> list[str]:
