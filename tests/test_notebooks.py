@@ -68,7 +68,7 @@ def test_strip_removes_outputs_and_counts():
 
 def test_lab_docstring_examples_pass():
     attempted = 0
-    for name in ("data", "plots", "notebooks", "cli", "backtest"):
+    for name in ("data", "plots", "notebooks", "cli", "backtest", "incidents"):
         module = importlib.import_module(f"pathwatch.lab.{name}")
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, f"doctest failures in {module.__name__}"
@@ -124,6 +124,56 @@ def test_suspect_hops_are_those_every_troubled_neighbour_shares():
     assert lab.suspect_hops(neighbours) == ["10.0.0.7"]
     assert lab.suspect_hops(neighbours.assign(anomalies_in_window=0)) == []
     assert lab.suspect_hops(neighbours.iloc[0:0]) == []
+
+
+def _anomaly(kind, source, destination, start, severity="warning"):
+    from pathwatch.models.anomaly import Anomaly
+
+    return Anomaly.open(kind, source, destination, start=start, detected_at=start + 60, severity=severity, score=0.5,
+                        summary=f"{kind} on {source} → {destination}", evidence={})
+
+
+def test_incident_table_groups_anomalies_by_incident_with_the_root_first():
+    from pathwatch.lab.incidents import incident_table
+
+    dark = _anomaly("no_data", "a", "c", 7200.0)
+    # Members of the host incident on other paths, one starting before the root, one more severe.
+    early = _anomaly("unreachable", "c", "a", 3600.0).in_incident(dark.id)
+    worse = _anomaly("route_change", "b", "c", 9000.0, severity="major").in_incident(dark.id)
+    alone = _anomaly("loss_step", "d", "e", 100.0)
+    states = [dark, early, worse.closed(20000.0), alone, alone.closed(5000.0), worse]  # worse re-opened last
+    table = incident_table(states)
+    assert table["incident_id"].tolist() == [alone.id, dark.id]  # by first member's start
+    host = table.iloc[1]
+    assert (host["root_id"], host["root_kind"]) == (dark.id, "no_data")  # its id, not the earliest member
+    assert host["member_count"] == 3 and host["path_count"] == 3 and host["paths"] == "a>c, b>c, c>a"
+    assert host["member_kinds"] == "no_data, route_change, unreachable"
+    assert host["severity"] == "major" and host["is_open"] and pd.isna(host["end_time"])
+    assert host["start"] == pd.Timestamp(3600.0, unit="s", tz="UTC")
+    single = table.iloc[0]
+    assert single["member_count"] == 1 and not single["is_open"]
+    assert single["end_time"] == pd.Timestamp(5000.0, unit="s", tz="UTC")
+
+
+def test_incident_table_of_database_rows_lets_the_earliest_member_stand_in_for_a_missing_root():
+    import uuid
+
+    from pathwatch.lab.incidents import incident_table
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    root, first, second, v1 = (uuid.uuid4() for _ in range(4))
+    rows = pd.DataFrame({
+        "id": [second, first, v1], "incident_id": [root, root, None],
+        "kind": ["latency_shift", "throughput_drop", "clock_error"], "source": ["a", "a", "x"],
+        "destination": ["b", "b", "y"], "start": [t0 + pd.Timedelta(hours=2), t0 + pd.Timedelta(hours=1), t0],
+        "end_time": [t0 + pd.Timedelta(hours=3), t0 + pd.Timedelta(hours=5), pd.NaT],
+        "severity": ["warning", "info", "warning"]})
+    table = incident_table(rows).set_index("incident_id")
+    assert set(table.index) == {str(root), str(v1)}  # a row without incident_id is its own incident
+    assert table.loc[str(root), "root_id"] == str(first) and table.loc[str(root), "root_kind"] == "throughput_drop"
+    assert table.loc[str(root), "end_time"] == t0 + pd.Timedelta(hours=5) and not table.loc[str(root), "is_open"]
+    assert table.loc[str(v1), "is_open"] and table.loc[str(v1), "root_id"] == str(v1)
+    assert incident_table(rows.iloc[0:0]).empty
 
 
 def test_pickers_refuse_an_empty_database():

@@ -4,7 +4,8 @@ Uses the session's stream (tests/stack/streamed.py): a simulated mesh through th
 pipeline into the test stack's database. Each notebook runs in a fresh kernel (this venv's
 python) with only the read-only DSN in its environment, and fails the test on any error; then
 what it printed in its ``summary`` cell is checked against the database (through the owner's
-DSN, with queries of the test's own) and its figures are counted.
+DSN, with queries of the test's own) and its figures are counted. Where a notebook lists
+anomalies it shows incidents first (grouped by incident_id, the root first), checked the same way.
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def test_01_explore_path_shows_the_most_eventful_path(stacked):
                                           AND start < %s AND coalesce(end_time, 'infinity') > %s""",
                                  (src, dst, end, start))}
     assert set(out["anomaly_ids"]) == ids and out["anomalies"] == len(ids) > 0
+    # Incidents first: every incident with a member on the path in the window, once; its anomalies grouped under it.
+    incidents = {str(r) for r in _rows(owner, """SELECT DISTINCT incident_id FROM anomalies WHERE source = %s
+                                                AND destination = %s AND start < %s
+                                                AND coalesce(end_time, 'infinity') > %s""", (src, dst, end, start))}
+    assert sorted(out["incident_ids"]) == sorted(incidents) and 0 < len(incidents) <= len(ids)
+    stored = dict(_pairs(owner, "SELECT id::text, incident_id::text FROM anomalies WHERE id::text = ANY(%s)",
+                         ([i for i, _ in out["grouped_ids"]],)))
+    assert {i for i, _ in out["grouped_ids"]} == ids and all(stored[i] == k for i, k in out["grouped_ids"])
+    order = [k for _, k in out["grouped_ids"]]
+    assert order == sorted(order, key=order.index), "an incident's anomalies are listed together"
     routes = _one(owner, "SELECT count(DISTINCT path_id), count(*) FROM trace WHERE source = %s AND destination = %s "
                          "AND time >= %s AND time < %s", (src, dst, start, end))
     assert (out["routes"], out["route_traces"]) == routes
@@ -94,7 +105,14 @@ def test_01_explore_path_shows_the_most_eventful_path(stacked):
                    (src, dst, start, end))[0]
     assert out["hop_rows"] == max_ttl
     assert _figures(nb) == 1
-    assert _tables(nb) >= 5  # overview, counts, anomalies, routes, hop table
+    assert _tables(nb) >= 6  # overview, counts, incidents, anomalies by incident, routes, hop table
+
+
+def _pairs(url: str, sql: str, args=()):
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        return [tuple(row) for row in connection.execute(sql, args).fetchall()]
 
 
 def _rows(url: str, sql: str, args=()):
@@ -112,7 +130,8 @@ def test_04_investigates_the_default_anomaly_and_a_given_one(stacked):
     worst = _one(owner, "SELECT max(severity_rank(severity)) FROM anomalies")[0]
     assert _one(owner, "SELECT severity_rank(severity) FROM anomalies WHERE id = %s", (out["anomaly_id"],))[0] == worst
     _check_context(owner, out)
-    assert _figures(nb) == 1 and _tables(nb) >= 4
+    # evidence, its incident's members, routes, hops, neighbours, suspicion, the mesh's incidents and their anomalies
+    assert _figures(nb) == 1 and _tables(nb) >= 8
 
     # A given id (a route change, where hops matter most) is the one investigated.
     given = _one(owner, "SELECT id FROM anomalies WHERE kind = 'route_change' ORDER BY start LIMIT 1")
@@ -148,6 +167,16 @@ def _check_context(owner: str, out: dict) -> None:
                            (n_src, n_dst, start, end)))
         assert ours & theirs, f"{n_src} → {n_dst} listed as sharing hops but shares none"
     assert set(out["suspect_hops"]) <= ours
+    # The incident it belongs to, with every member (on any path), and the mesh's incidents in the window.
+    incident = _one(owner, "SELECT incident_id::text FROM anomalies WHERE id = %s", (out["anomaly_id"],))[0]
+    assert out["incident_id"] == incident
+    members = [str(r) for r in _rows(owner, "SELECT id FROM anomalies WHERE incident_id = %s", (incident,))]
+    assert sorted(out["incident_members"]) == sorted(members) and out["anomaly_id"] in members
+    assert out["incident_members"][0] == out["root_id"]  # the root first
+    assert _one(owner, "SELECT root_id::text FROM incidents WHERE incident_id = %s", (incident,))[0] == out["root_id"]
+    mesh = {str(r) for r in _rows(owner, """SELECT DISTINCT incident_id FROM anomalies WHERE start < %s
+                                           AND coalesce(end_time, 'infinity') > %s""", (end, start))}
+    assert sorted(out["mesh_incident_ids"]) == sorted(mesh) and out["mesh_grouped"] == out["mesh_anomalies"]
 
 
 def test_02_backtest_sweeps_the_parameter_over_a_labelled_mesh(stacked, tmp_path):
@@ -163,6 +192,9 @@ def test_02_backtest_sweeps_the_parameter_over_a_labelled_mesh(stacked, tmp_path
         assert r["precision"] is None or 0 <= r["precision"] <= 1
         assert r["recall"] is None or 0 <= r["recall"] <= 1
     assert all(r["labels"] == len(labels) for r in rows if r["kind"] == "all")
+    # The default run's anomalies as incidents: each anomaly in exactly one, one row per incident id.
+    assert out["incident_members"] == out["anomalies"] > 0
+    assert 0 < out["incidents"] == len(out["incident_ids"]) <= out["anomalies"]
     drop = {r["value"]: r for r in rows if r["kind"] == "throughput_drop"}
     # Asking low throughput to last a day before calling it a drop cannot detect it sooner.
     assert drop[86400]["delay_median_h"] >= drop[3600]["delay_median_h"]
