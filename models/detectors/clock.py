@@ -3,11 +3,31 @@
 A one-way delay sample is bad when its minimum is negative, when it is absurd (beyond
 ``absurd_ms``), when the tool says the clocks are unsynchronised, or when its reported maximum
 clock error exceeds ``max_error_ms`` (WLCG flags corrections over 100 ms). The delay floor may
-also drift: a steady Theil–Sen slope of the minimum delay over ``drift_window`` samples, far
-steeper than any queueing or routing change, is a clock running away; a floor that moved in
-one jump (more than ``drift_jump_share`` of its whole move between two samples: a clock stepped
-back into sync, a route changed) is a step, not a drift. ``bad_needed`` bad
-samples among the last ``bad_window`` open the anomaly; ``good_needed`` good ones in a row close it.
+also drift: a steady Theil–Sen slope of the minimum delay over ``drift_window`` samples (and at
+least ``drift_span_s``) is a clock running away only when nothing but a clock explains it. A floor that moved in one jump
+(more than ``drift_jump_share`` of its whole move between two samples: a clock stepped back into
+sync, a route changed) is a step, not a drift. A clock offset shifts every packet of a sample by
+the same amount and touches nothing else, so a drifting floor is *load*, not a clock, when
+
+- loss rose with it: the window's loss is significantly (``load_alpha``) above the path's loss
+  of the last ``reference_s``, or its higher-floor samples lose significantly more than its lower;
+- queueing rose with it: the spread above the floor (median − min, p95 − min) is significantly
+  larger in the window's higher-floor samples than in its lower ones, by a histogram bucket
+  (``spread_resolution_ms``) at least;
+- the path's RTT moved with it: traces that reached the destination, at the lowest and the
+  highest floor seen around the window, differ by at least ``rtt_follow_share`` of the floor's
+  difference (a clock leaves the RTT alone: it adds to one direction what it takes from the other);
+- it is a return: the floor falls back towards the path's settled floor (the lowest floor of the last
+  ``reference_s``, kept per ``bin_s``) without going below it, after having been there
+  within the last day;
+- it is the time of day: at the same time a day or two earlier the floor stood at least ``tod_share``
+  as far above the settled floor, and it came back to it in between (a clock's offset does not).
+
+``bad_needed`` bad samples among the last ``bad_window`` open the anomaly; ``good_needed`` good
+ones in a row close it. The evidence carries the signed drift (``drift_ms_per_h``) and the signed
+offset of the floor from the path's settled floor (``offset_ms``): a clock moves the two
+directions of a host pair by equal and opposite amounts, which is how the incident grouper
+joins them.
 """
 
 from __future__ import annotations
@@ -20,7 +40,9 @@ import numpy as np
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
-from pathwatch.models.observe import LatencyObs
+from pathwatch.models.observe import LatencyObs, TraceObs
+from pathwatch.models.significance import mannwhitney_pvalue, tail_exceeds
+from pathwatch.models.window import median
 
 
 @dataclass(frozen=True)
@@ -31,38 +53,77 @@ class ClockParams(Params):
     bad_window: int = 3
     bad_needed: int = 2
     good_needed: int = 6
-    drift_window: int = 18          # samples in the drift check
+    drift_window: int = 18          # samples in the drift check, at least ...
+    drift_span_s: float = 3600.0    # ... and at least this long (minute samples: loss and queueing need time to show)
     drift_ms_per_h: float = 3.0     # slope of the delay floor that only a clock makes
     drift_tau: float = 0.8          # and this monotone (Kendall's tau)
     drift_jump_share: float = 0.5   # a floor that made more than this share of its move in one jump stepped
+    # What rules a drifting floor out as a clock (see the module docstring): a clock moves every packet
+    # alike and nothing else, so loss, queueing, the RTT, a return or the time of day explain a floor's move.
+    load_alpha: float = 1e-3        # significance of loss or queueing rising with the floor
+    spread_resolution_ms: float = 0.1  # owamp's histogram bucket: spreads closer than this did not grow
+    reference_s: float = 2 * 86400.0  # the path's recent history: loss and floor per bin_s
+    bin_s: float = 600.0            # the history's bins (fine enough to compare the same minutes of two days)
+    rtt_follow_share: float = 0.5   # the RTT moved at least this share of the floor's move: the path, not a clock
+    return_ms: float = 1.0          # a floor within this of a level is back at it
+    tod_share: float = 0.5          # the same time a day earlier the floor stood at least this share as high
+    traces_kept: int = 48           # reached traces' RTTs kept for the RTT check
 
 
 class ClockDetector(Detector):
     name = "clock"
     kinds = ("clock_error",)
-    reads = (LatencyObs,)
+    reads = (LatencyObs, TraceObs)
     Params = ClockParams
 
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
-        self.floor: deque[tuple[float, float]] = deque(maxlen=self.p.drift_window)
-        self.floor_values: deque[float] = deque(maxlen=self.p.drift_window)   # the floor's delays alone
+        self.floor: deque[tuple[float, float]] = deque()      # (t, delay): drift_window samples, drift_span_s at least
+        self.floor_values: deque[float] = deque()             # the floor's delays alone
         # (low, high): no higher than the floor's smallest delay, no lower than its largest (exact
         # after each full look, widened by each new delay), so that high − low bounds its move
         self.floor_bounds: tuple[float, float] = _NO_BOUNDS
         self.good = 0
         self.first_bad: float | None = None
         self.facts: dict = {}
+        # Per floor sample: (lost, sent, median − min, p95 − min), for the load checks.
+        self.floor_load: deque[tuple] = deque()
+        # Per bin_s of the last reference_s: [bin number, lost, sent, lowest floor].
+        self.bins: deque[list] = deque()
+        # Reached traces: (t, last-hop RTT, the latest floor at the time or None).
+        self.traces: deque[tuple] = deque(maxlen=self.p.traces_kept)
+        self.last_floor: tuple[float, float] | None = None   # (t, delay) of the latest floor sample
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        if "floor_load" not in state:      # pickled before drifts had to be unexplained by load
+            self.floor, self.floor_values = deque(self.floor), deque(self.floor_values)
+            self.floor_load = deque((0, 0, None, None) for _ in self.floor)
+            self.bins, self.last_floor = deque(), None
+            self.traces = deque(maxlen=ClockParams.traces_kept)
         if "floor_values" not in state:    # pickled before the floor's delays were kept apart
             self.floor_values = deque((v for _, v in self.floor), maxlen=self.floor.maxlen)
         if "floor_bounds" not in state:    # ... or their bounds
             self.floor_bounds = _NO_BOUNDS
 
-    def observe(self, obs: LatencyObs) -> list[Anomaly]:
+    def handlers(self) -> dict[type, object]:
+        return {LatencyObs: self._latency, TraceObs: self._trace}
+
+    def observe(self, obs) -> list[Anomaly]:
+        if isinstance(obs, TraceObs):
+            return self._trace(obs)
+        return self._latency(obs)
+
+    def _trace(self, obs: TraceObs) -> list[Anomaly]:
+        """Keep the RTT of traces that reached the destination, with the floor at the time."""
+        if obs.ok and obs.reached and obs.last_rtt_ms is not None:
+            last = self.last_floor
+            floor = last[1] if last is not None and obs.t - last[0] <= 3600.0 else None
+            self.traces.append((obs.t, obs.last_rtt_ms, floor))
+        return []
+
+    def _latency(self, obs: LatencyObs) -> list[Anomaly]:
         delay = obs.delay_min_ms
         if not obs.ok or not obs.one_way or delay is None or obs.lost >= obs.sent > 0:
             return []
@@ -75,11 +136,36 @@ class ClockDetector(Detector):
             reasons = self._instant(obs)
         loss = obs.loss
         if loss is None or loss < 0.5:
-            self.floor.append((obs.t, delay))
-            self.floor_values.append(delay)
+            t = obs.t
+            floor, values, load = self.floor, self.floor_values, self.floor_load
+            floor.append((t, delay))
+            values.append(delay)
+            middle, p95 = obs.delay_median_ms, obs.delay_p95_ms
+            load.append((obs.lost, obs.sent, None if middle is None else middle - delay,
+                         None if p95 is None else p95 - delay))
+            if len(floor) > p.drift_window:
+                oldest = t - p.drift_span_s
+                while len(floor) > p.drift_window and floor[0][0] < oldest:
+                    floor.popleft()
+                    values.popleft()
+                    load.popleft()
             low, high = self.floor_bounds
             if not low <= delay <= high:
                 self.floor_bounds = _widened(self.floor_bounds, delay)
+            self.last_floor = (t, delay)
+            number = int(t // p.bin_s)
+            bins = self.bins
+            if bins and bins[-1][0] == number:
+                row = bins[-1]
+                row[1] += obs.lost
+                row[2] += obs.sent
+                if delay < row[3]:
+                    row[3] = delay
+            else:
+                bins.append([number, obs.lost, obs.sent, delay])
+                oldest = number - p.reference_s / p.bin_s
+                while bins[0][0] < oldest:
+                    bins.popleft()
         if not reasons:
             floor = self.floor
             if len(floor) < p.drift_window:
@@ -97,7 +183,7 @@ class ClockDetector(Detector):
                     if "clock_error" in self.episodes:
                         return self.close("clock_error", obs.t, {"recovered": "delays plausible again"})
                 return []
-            reasons.append(f"delay floor drifting {drift:+.1f} ms/h")
+            reasons.append(f"delay floor drifting {drift:+.1f} ms/h, unexplained by load, RTT or time of day")
             self.facts["drift_ms_per_h"] = round(drift, 2)
         self.recent.append(True)
         self.good = 0
@@ -109,6 +195,9 @@ class ClockDetector(Detector):
                 self.facts["reasons"].append(reason)
         self.facts.update({"delay_min_ms": obs.delay_min_ms, "max_clock_error_ms": obs.clock_error_ms,
                            "synchronized": obs.synchronized})
+        settled = self._settled(self.first_bad)
+        if settled is not None and math.isfinite(obs.delay_min_ms - settled):
+            self.facts["offset_ms"] = round(obs.delay_min_ms - settled, 3)
         if sum(self.recent) < self.p.bad_needed:
             return []
         return self.open("clock_error", start=self.first_bad, at=obs.t, severity="major", score=1.0,
@@ -155,7 +244,124 @@ class ClockDetector(Detector):
         if abs(slope) < self.p.drift_ms_per_h:
             return None
         tau = kendalltau(t, y).statistic
-        return slope if abs(tau) >= self.p.drift_tau else None
+        if not abs(tau) >= self.p.drift_tau:
+            return None                      # (NaN too: not monotone)
+        return None if self._explained(slope) else slope
+
+    # ------------------------------------------------------------------ what else moves a floor
+    def _explained(self, slope: float) -> str | None:
+        """What other than a clock explains the window's drifting floor (None: nothing does)."""
+        for check in (self._loss_rose, self._queue_grew, self._rtt_followed, self._returning, self._time_of_day):
+            why = check(slope)
+            if why:
+                return why
+        return None
+
+    def _halves(self) -> tuple[list[int], list[int]]:
+        """Indices of the window's samples below and above its median floor."""
+        values = list(self.floor_values)
+        order = sorted(range(len(values)), key=values.__getitem__)
+        half = len(order) // 2
+        return order[:half], order[len(order) - half:]
+
+    def _loss_rose(self, slope: float) -> str | None:
+        """Loss above the path's recent loss, or higher at the window's higher floor: load."""
+        alpha = self.p.load_alpha
+        load = list(self.floor_load)
+        lost = sum(row[0] for row in load)
+        sent = sum(row[1] for row in load)
+        if lost and sent:
+            first = int(self.floor[0][0] // self.p.bin_s)
+            ref_lost = sum(row[1] for row in self.bins if row[0] < first)
+            ref_sent = sum(row[2] for row in self.bins if row[0] < first)
+            if ref_sent >= sent:
+                rate = (ref_lost + 1.0) / (ref_sent + 1.0)    # (one loss more than seen: never zero)
+                if rate < 1.0 and not tail_exceeds(int(lost), int(sent), rate, alpha):
+                    return "loss above the path's recent loss"
+        low, high = self._halves()
+        lost_low, lost_high = sum(load[i][0] for i in low), sum(load[i][0] for i in high)
+        sent_low, sent_high = sum(load[i][1] for i in low), sum(load[i][1] for i in high)
+        total = lost_low + lost_high
+        if total and sent_low and sent_high:
+            share = sent_high / (sent_low + sent_high)
+            if not tail_exceeds(int(lost_high), int(total), share, alpha):
+                return "loss higher where the floor is higher"
+        return None
+
+    def _queue_grew(self, slope: float) -> str | None:
+        """The spread above the floor larger at the window's higher floor: the queue grew with it."""
+        load = list(self.floor_load)
+        low, high = self._halves()
+        for column in (2, 3):
+            below = [load[i][column] for i in low if load[i][column] is not None]
+            above = [load[i][column] for i in high if load[i][column] is not None]
+            if len(below) >= 3 and len(above) >= 3 and median(above) - median(below) >= self.p.spread_resolution_ms:
+                if mannwhitney_pvalue(above, below, "greater", self.p.load_alpha) < self.p.load_alpha:
+                    return "queueing above the floor grew with it"
+        return None
+
+    def _rtt_followed(self, slope: float) -> str | None:
+        """Reached traces around the window whose RTT moved with the floor: the path's delay moved."""
+        floor = self.floor
+        span = floor[-1][0] - floor[0][0]
+        since = floor[0][0] - span
+        seen = [(f, rtt) for t, rtt, f in self.traces if f is not None and t >= since]
+        if len(seen) < 2:
+            return None
+        low, high = min(seen), max(seen)
+        moved = max(self.floor_values) - min(self.floor_values)
+        if not high[0] - low[0] >= 0.5 * moved or high[0] <= low[0]:
+            return None
+        follow = (high[1] - low[1]) / (high[0] - low[0])
+        return "the RTT moved with it" if follow >= self.p.rtt_follow_share else None
+
+    def _settled(self, before: float | None = None) -> float | None:
+        """The path's settled floor: its lowest floor of the last ``reference_s`` (before ``before``)."""
+        last = None if before is None else int(before // self.p.bin_s)
+        lows = [row[3] for row in self.bins if last is None or row[0] < last]
+        return min(lows) if lows else None
+
+    def _returning(self, slope: float) -> str | None:
+        """A falling floor coming back to the path's settled floor, where it was within the last day."""
+        if slope >= 0:
+            return None
+        first = int(self.floor[0][0] // self.p.bin_s)
+        day = round(86400.0 / self.p.bin_s)
+        before = [row[3] for row in self.bins if first - day <= row[0] < first]
+        settled = self._settled(self.floor[0][0])
+        if settled is None or not before:
+            return None
+        tolerance = self.p.return_ms
+        if min(self.floor_values) >= settled - tolerance and min(before) <= settled + tolerance:
+            return "the floor returning to where it was"
+        return None
+
+    def _time_of_day(self, slope: float) -> str | None:
+        """The floor as far from the path's settled floor, the same way, at the same time one or two
+        days earlier, and back at the settled floor in between (a clock's offset does not come back)."""
+        t0, t1 = self.floor[0][0], self.floor[-1][0]
+        settled = self._settled(t0)
+        if settled is None:
+            return None
+        now = self.floor_values[-1] - settled
+        if not abs(now) > self.p.return_ms:
+            return None
+        width = self.p.bin_s
+        level = {row[0]: row[3] for row in self.bins}
+        day = round(86400.0 / width)
+        first, last = int(t0 // width), int(t1 // width)
+        tolerance = self.p.return_ms
+        for days in (1, 2):
+            then = [level[b] for b in (last - days * day - 1, last - days * day, last - days * day + 1) if b in level]
+            if not then:
+                continue
+            earlier = (max(then) if now > 0 else min(then)) - settled
+            if earlier * now <= 0 or abs(earlier) < self.p.tod_share * abs(now):
+                continue
+            between = [v for b, v in level.items() if last - days * day + 1 < b < first]
+            if between and min(between) <= settled + tolerance:
+                return "the floor moved alike at this time a day earlier, and came back"
+        return None
 
 
 _NO_BOUNDS = (-math.inf, math.inf)

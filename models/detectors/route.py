@@ -22,13 +22,23 @@ still at their baselines, so the step happened between the two traces, with the 
 not hours before (a latency shift of its own, or a route change already settled).
 
 A new router that never answers leaves no new address: the trace keeps every answering hop of
-the route in use and is silent at a TTL where that route answers. Dropped answers look the same,
-so such a trace is a candidate only when a fresh delay step comes with it, and not a step back
-to the delay the path had when it took that route (a latency shift ending). A trace silent on
-an older known route is the path going back to that route, delay step and all. The silent TTL
-of a candidate is then part of the new route (``"*"`` in its hops and the evidence), so later
-traces silent there are on the new route and a trace answering there is back on the old one. An
-open change closes when the old route returns, or when the new one has settled in for ``settle_s``.
+the route in use and is silent at a TTL where that route answers. A router that skips an answer
+now and then looks the same for one trace, and a one-way delay wobble at that moment says
+nothing about which it is, so silence alone decides, against what each hop of each route is
+known to do: per route and per TTL the detector counts the traces in which the hop was silent
+and how often one silence followed another (the answer rate, and whether misses come in bursts,
+as ICMP rate limiting makes them). A silence that lasts ``L`` consecutive traces is a change when
+its chance, ``p · q^(L−1)`` with ``p`` the hop's miss rate (one miss more than seen: never zero)
+and ``q`` the chance that a miss follows a miss (``p`` until the hop has shown bursts), falls below
+``silence_alpha``; several hops silent together must also be improbable as a whole (the route's
+own rate of multi-hop silences, whose bursts are assumed as likely to go on as not until the route
+has shown otherwise), since ICMP rate limiting silences several later hops at once, in bursts. The
+change dates from the first silent trace. A silence that ends earlier is counted into the hop's
+rate. Only the route in use is judged: a trace silent on an older known route is the path going
+back to that route. The silent TTL of a change is part of the new route (``"*"`` in its hops and the
+evidence), so later traces silent there are on the new route and a trace answering there is back
+on the old one. An open change closes when the old route returns, or when the new one has
+settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
@@ -64,6 +74,10 @@ class RouteParams(Params):
     clock_error_ms: float = 50.0   # one-way delays with a larger clock error say nothing about routes
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
+    # Chance, per trace and hop, below which a run of silent traces at a hop that answers is not
+    # skipped answers but a new router that never answers. A path runs ~100 traces a day through
+    # ~10 hops: 1e-5 keeps chance silences well below one per 100 path-days.
+    silence_alpha: float = 1e-5
 
 
 def route_of(obs: TraceObs) -> tuple[str | None, ...]:
@@ -136,8 +150,56 @@ def as_path(asns: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
+class _Silence:
+    """What one route's answering hops do about answering: misses per TTL, misses that followed a
+    miss, the runs of silence in progress, and the same for traces silent at several hops at once."""
+
+    __slots__ = ("misses", "repeats", "runs", "multi", "multi_repeats", "multi_run")
+
+    def __init__(self):
+        self.misses: dict[int, int] = {}
+        self.repeats: dict[int, int] = {}
+        self.runs: dict[int, list] = {}          # TTL → [silent traces in a row, time of the first]
+        self.multi = self.multi_repeats = 0
+        self.multi_run: list | None = None
+
+    def end_runs(self, ttls) -> None:
+        """Count the runs at ``ttls`` (answering again) into the rates: they were skipped answers."""
+        for ttl in ttls:
+            length = self.runs.pop(ttl)[0]
+            self.misses[ttl] = self.misses.get(ttl, 0) + length
+            self.repeats[ttl] = self.repeats.get(ttl, 0) + length - 1
+
+    def end_multi(self) -> None:
+        length = self.multi_run[0]
+        self.multi += length
+        self.multi_repeats += length - 1
+        self.multi_run = None
+
+
+def run_chance(misses: int, repeats: int, traces: int, length: int, bursty: bool = False) -> float:
+    """The chance that a hop silent in ``misses`` of ``traces`` traces (``repeats`` of those misses
+    right after another) is silent ``length`` traces in a row by chance: ``p · q^(length−1)``.
+
+    ``p`` counts one miss more than seen (never zero); ``q``, the chance a miss follows a miss,
+    is ``p`` (independent misses) until the hop has shown bursts; with ``bursty`` (silences of
+    several hops at once, which rate limiting makes in bursts) it counts one repeat more than seen
+    (one half before any).
+
+    >>> f"{run_chance(0, 0, 998, 2):.0e}", f"{run_chance(10, 0, 1000, 2):.0e}", f"{run_chance(10, 0, 1000, 3):.0e}"
+    ('1e-06', '1e-04', '1e-06')
+    >>> run_chance(20, 10, 1000, 3) > 1e-3      # misses in bursts: long runs are not unusual
+    True
+    >>> run_chance(0, 0, 998, 3, bursty=True) > 1e-5, run_chance(0, 0, 998, 9, bursty=True) < 1e-5
+    (True, True)
+    """
+    p = min(1.0, (misses + 1) / (traces + 2))
+    q = max(p, (repeats + 1) / (misses + 2) if bursty else (repeats + p) / (misses + 1))
+    return p * q ** (length - 1)
+
+
 class _Variant:
-    __slots__ = ("hops", "asns", "reached", "first", "last", "count", "delay")
+    __slots__ = ("hops", "asns", "reached", "first", "last", "count", "delay", "silence")
 
     def __init__(self, obs: TraceObs):
         self.hops = route_of(obs)
@@ -145,10 +207,8 @@ class _Variant:
         self.reached = bool(obs.reached)
         self.first = self.last = obs.t
         self.count = 1
-        self.delay: float | None = None     # the one-way delay when the path was first seen on it
-
-    def usual_delay(self) -> float | None:
-        return getattr(self, "delay", None)  # (variants pickled before it was kept have none)
+        self.delay: float | None = None     # (no longer read: kept so that pickled variants restore)
+        self.silence: _Silence | None = None  # its hops' answer rates, once one of them was silent
 
     def matches(self, obs: TraceObs) -> bool:
         return same_route(self.hops, self.reached, route_of(obs), bool(obs.reached))
@@ -388,15 +448,13 @@ class RouteDetector(Detector):
                 if owner.candidate is not None:
                     owner.known.append(owner.candidate)
                     owner.candidate = None
-            if gaps and not self.is_open("route_change") and known is max(tool.known, key=_last_seen):
-                # (silent where the route in use answers; on an older known route it is a way back)
-                out += self._silent_hop(obs, tool, known, route, owd_before, rtt_before)
-                if tool.candidate is not None or self.is_open("route_change"):
-                    return out
+            silence = getattr(known, "silence", None)   # (variants pickled before it was kept have none)
+            if gaps or (silence is not None and (silence.runs or silence.multi_run)):
+                found = self._silences(obs, tool, known, route, gaps)
+                if found:
+                    return out + found       # (a new silent router: this trace is on the new route)
             known.last, known.count = obs.t, known.count + 1
             if "route_change" not in self.episodes:
-                if known.usual_delay() is None and self.recent_delays:
-                    known.delay = self.recent_delays[-1]
                 if obs.reached and obs.last_rtt_ms is not None:
                     self.rtts.append(obs.last_rtt_ms)
             return out
@@ -420,32 +478,65 @@ class RouteDetector(Detector):
         self.needs[tool.name] = 2 if rtt_step is not None or new_as else 3
         return out
 
-    def _silent_hop(self, obs: TraceObs, tool: _ToolRoutes, known: _Variant, route: tuple,
-                    owd_before: float | None, rtt_before: float | None) -> list[Anomaly]:
-        """A known route's answering hop gone silent: a new silent router when a fresh delay step comes with it.
-
-        With a fresh one-way delay step the change opens at once; with a fresh step of the
-        trace's own RTT only (the same measurement) the next trace must be silent there too.
-        """
-        quiet = self._quiet(owd_before, rtt_before)
-        owd_step = self._owd_step(quiet)
-        rtt_step = None if owd_step is not None else self._trace_rtt_step(obs, quiet)
-        if owd_step is None and rtt_step is None:
+    def _silences(self, obs: TraceObs, tool: _ToolRoutes, known: _Variant, route: tuple, gaps: int) -> list[Anomaly]:
+        """Keep the runs of silence at ``known``'s answering hops; a run too long for chance is a new silent router."""
+        silence = known.silence
+        if silence is None:
+            silence = known.silence = _Silence()
+        hops = known.hops
+        silent = [ttl for ttl, (x, y) in enumerate(zip(hops, route), start=1)
+                  if y is None and x is not None and x != SILENT] if gaps else []
+        runs = silence.runs
+        ended = [ttl for ttl in runs if ttl not in silent and ttl <= len(route)]
+        if ended:
+            silence.end_runs(ended)
+        for ttl in silent:
+            run = runs.get(ttl)
+            if run is None:
+                runs[ttl] = [1, obs.t]
+            else:
+                run[0] += 1
+        if len(silent) >= 2:
+            if silence.multi_run is None:
+                silence.multi_run = [1, obs.t]
+            else:
+                silence.multi_run[0] += 1
+        elif silence.multi_run is not None and len(route) >= len(hops):
+            silence.end_multi()
+        if not silent or self.is_open("route_change") or known is not max(tool.known, key=_last_seen):
+            return []        # (silent on an older known route: the path going back to it)
+        alpha = self.p.silence_alpha
+        traces = known.count
+        confirmed = []
+        for ttl in silent:
+            length, first = runs[ttl]
+            chance = run_chance(silence.misses.get(ttl, 0), silence.repeats.get(ttl, 0), traces - length + 1, length)
+            if chance < alpha:
+                confirmed.append((ttl, length, first, chance))
+        if not confirmed:
             return []
-        usual = known.usual_delay()
-        if (owd_step is not None and usual is not None
-                and abs(self.recent_delays[-1] - usual) < max(self.p.owd_step_ms, abs(owd_step) / 2)):
-            return []       # the delay came back to this route's usual level: a shift ended, an answer dropped
-        hops = tuple(SILENT if y is None and x is not None and x != SILENT else y
-                     for x, y in zip(known.hops, route)) + route[len(known.hops):]
+        if len(silent) >= 2:
+            length = silence.multi_run[0]
+            if run_chance(silence.multi, silence.multi_repeats, traces - length + 1, length, bursty=True) >= alpha:
+                return []    # several hops silent together, as rate limiting does: not yet improbable
+        new_hops = list(route) + [None] * (len(hops) - len(route))
+        for ttl, *_ in confirmed:
+            new_hops[ttl - 1] = SILENT
+        for ttl, x in enumerate(hops, start=1):
+            if new_hops[ttl - 1] is None and x is not None and x != SILENT and ttl not in runs:
+                new_hops[ttl - 1] = x
+        first = min(c[2] for c in confirmed)
+        ttl, length, _, chance = min(confirmed, key=lambda c: c[3])
+        for c in confirmed:
+            runs.pop(c[0], None)     # (a change, not skipped answers: kept out of the rates)
         candidate = _Variant(obs)
-        candidate.hops = hops
+        candidate.hops = tuple(new_hops[: max(len(route), len(hops))])
+        candidate.first = first
         tool.candidate = candidate
-        self.quiet_before, self.needs[tool.name] = quiet, 2
-        if owd_step is None:
-            return []
-        return self._start_change(obs.t, tool, f"a hop fell silent with a one-way delay step of {owd_step:+.1f} ms",
-                                  owd_step)
+        missed = silence.misses.get(ttl, 0)
+        return self._start_change(
+            obs.t, tool, f"hop {ttl} silent on {length} traces in a row (it skipped {missed} of "
+                         f"{traces - length + 1} answers before: chance {chance:.0e})", self._rtt_step(obs))
 
     def _step(self, values, latest: float, floor: float) -> float | None:
         """``latest`` − the median of ``values`` when it exceeds ``floor`` and ``step_sigmas`` robust

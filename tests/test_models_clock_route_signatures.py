@@ -1,0 +1,192 @@
+"""clock_error and route_change named from what their cause alone does (issue 16).
+
+A busy-hour standing queue raises the one-way delay floor every afternoon and lets it fall at
+night; a router that skips an answer now and then leaves a silent hop in one trace. Neither is a
+clock or a route change. Real clock errors (an offset step, a steady drift, negative delays) and
+real route changes (a new answering router, a router that stays silent) are still found.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pathwatch.models.engine import replay_observations
+from tests.detector_series import DAY, HOUR, T0, latency, trace
+
+A = ["10.0.0.1", "10.0.1.1", "192.0.2.1", "192.0.2.9", "10.9.0.1"]
+B = ["10.0.0.1", "10.0.1.1", "198.51.100.1", "198.51.100.7", "10.9.0.1"]
+
+
+def detect(observations, source="a", destination="b"):
+    return replay_observations(source, destination, observations)
+
+
+def of_kind(anomalies, kind):
+    return [a for a in anomalies if a.kind == kind]
+
+
+# ---------------------------------------------------------------- clock_error
+def busy(t: float) -> float:
+    """0..1: the path's afternoon standing queue, up over 13–14 h, full to 17 h, down by 19 h (UTC)."""
+    h = (t % DAY) / HOUR
+    return float(np.clip(min(h - 13.0, (19.0 - h) / 2.0), 0.0, 1.0))
+
+
+def standing_queue(rng, *, days=6, rise_ms=12.0, loss=0.003, queue_grows=0.0, every_s=60.0, packets=600):
+    """One-minute owamp samples (600 packets) on a 20 ms path whose floor rises ``rise_ms`` every
+    afternoon, losing ``loss`` while busy; the spread above the floor grows by ``queue_grows`` ms."""
+    out = []
+    for t in np.arange(T0, T0 + days * DAY, every_s):
+        b = busy(t)
+        lost = int(rng.binomial(packets, 1e-5 + loss * b))
+        out.append(latency(float(t), float(20.0 + rise_ms * b + rng.normal(0, 0.02)), sent=packets, lost=lost,
+                           queue=0.3 + queue_grows * b, clock_error=1.0))
+    return out
+
+
+def test_a_busy_hour_standing_queue_with_loss_is_not_a_clock():
+    """Floor +12 ms every afternoon (12 ms/h up, 6 ms/h down), 0.3 % loss while busy, for 6 days."""
+    rng = np.random.default_rng(160)
+    assert of_kind(detect(standing_queue(rng)), "clock_error") == []
+    # ... nor at 10-minute samples of 6000 packets, nor rising 15 ms
+    rng = np.random.default_rng(161)
+    assert of_kind(detect(standing_queue(rng, rise_ms=15.0, every_s=600.0, packets=6000)), "clock_error") == []
+
+
+def test_a_standing_queue_whose_spread_grows_with_the_floor_is_not_a_clock():
+    rng = np.random.default_rng(162)
+    assert of_kind(detect(standing_queue(rng, loss=0.0, queue_grows=2.0)), "clock_error") == []
+
+
+def test_a_standing_queue_whose_rtt_moves_with_the_floor_is_not_a_clock():
+    """No loss, no spread growth: traces every 20 min see the same queue in their RTT."""
+    rng = np.random.default_rng(163)
+    owd = standing_queue(rng, loss=0.0)
+    traces = [trace(float(t), A, rtt=float(40.0 + 12.0 * busy(t) + abs(rng.normal(0, 0.1))))
+              for t in np.arange(T0 + 300, T0 + 6 * DAY, 1200.0)]
+    assert of_kind(detect(sorted(owd + traces, key=lambda o: o.t)), "clock_error") == []
+
+
+def test_a_floor_that_rises_at_the_same_hours_every_day_is_not_a_clock_after_the_first():
+    """Nothing but the floor tells a lossless, traceless standing queue on its first afternoon
+    from a clock; from the second on, the same hours moved alike the day before and came back."""
+    rng = np.random.default_rng(164)
+    found = of_kind(detect(standing_queue(rng, loss=0.0)), "clock_error")
+    assert all(a.start < T0 + DAY and a.end is not None and a.end < T0 + DAY for a in found)
+
+
+def _drifting(rng, *, ppm, onset, days=4, every_s=600.0, packets=6000, lost_rate=1e-4):
+    """A 20 ms path whose receiver's clock runs ``ppm`` fast from ``onset`` (its error estimate stays
+    small: a slewing clock NTP does not flag), with steady background loss and hourly traces whose RTT
+    stays put (the clock adds to one direction what it takes from the other)."""
+    owd = [latency(float(t), float(20.0 + ppm * 1e-6 * max(0.0, t - onset) * 1000.0 + rng.normal(0, 0.02)),
+                   sent=packets, lost=int(rng.binomial(packets, lost_rate)), clock_error=1.0)
+           for t in np.arange(T0, T0 + days * DAY, every_s)]
+    traces = [trace(float(t), A, rtt=float(40.0 + abs(rng.normal(0, 0.1)))) for t in np.arange(T0 + 300, T0 + days * DAY, HOUR)]
+    return sorted(owd + traces, key=lambda o: o.t)
+
+
+def test_a_steady_clock_drift_is_found_within_hours_with_its_signed_drift_and_offset():
+    onset = T0 + 1.5 * DAY
+    for ppm, every_s, packets in ((3.0, 600.0, 6000), (-3.0, 600.0, 6000), (8.0, 60.0, 600)):
+        rng = np.random.default_rng(165)
+        found = of_kind(detect(_drifting(rng, ppm=ppm, onset=onset, every_s=every_s, packets=packets)), "clock_error")
+        assert len(found) == 1, ppm
+        clock = found[0]
+        assert onset <= clock.start and clock.detected_at <= onset + 4 * HOUR, ppm
+        assert np.sign(clock.evidence["drift_ms_per_h"]) == np.sign(ppm)
+        assert np.sign(clock.evidence["offset_ms"]) == np.sign(ppm)
+
+
+def test_a_clock_drifting_for_days_stays_one_open_clock_error():
+    """A floor that never comes back is no time of day, however alike its hours look day after day."""
+    rng = np.random.default_rng(166)
+    found = of_kind(detect(_drifting(rng, ppm=1.5, onset=T0 + DAY, days=5)), "clock_error")
+    assert len(found) == 1 and found[0].end is None
+
+
+def test_an_offset_step_and_negative_delays_are_clock_errors_from_the_first_samples():
+    times = np.arange(T0, T0 + 2 * DAY, 600.0)
+    onset = float(times[150])
+    # the sender's clock steps 150 ms ahead and the hosts say how wrong they may be
+    stepped = [latency(float(t), 20.0 + (150.0 if t >= onset else 0.0), clock_error=180.0 if t >= onset else 1.0)
+               for t in times]
+    found = of_kind(detect(stepped), "clock_error")
+    assert len(found) == 1 and found[0].start == onset and found[0].detected_at <= onset + 600.0
+    assert round(found[0].evidence["offset_ms"]) == 150
+    # the receiver's clock steps 60 ms behind with no error estimate at all: delays below zero
+    behind = [latency(float(t), 20.0 - (60.0 if t >= onset else 0.0), clock_error=None) for t in times]
+    found = of_kind(detect(behind), "clock_error")
+    assert len(found) == 1 and found[0].start == onset and round(found[0].evidence["offset_ms"]) == -60
+
+
+# ---------------------------------------------------------------- route_change
+def _latency_wobbling_before(rng, traces, wobble_at, days):
+    """owamp every 10 min at 20 ms; the sample just before each trace in ``wobble_at`` off by ±1.1 ms."""
+    wobbly = {round(traces[i].t - 300.0) for i in wobble_at}
+    return [latency(float(t), float(20.0 + rng.normal(0, 0.03) + (rng.choice((-1.1, 1.1)) if round(t) in wobbly else 0.0)))
+            for t in np.arange(T0 - 300.0, T0 + days * DAY, 600.0)]
+
+
+def test_a_hop_answering_99_percent_of_traces_is_no_route_change_even_with_delay_wobbles():
+    """14 days of traces every 20 min; hop 3 skips 1 % of them at random, and at some skips the
+    one-way delay wobbles by ±1.1 ms (what made 'a hop fell silent with a one-way delay step')."""
+    rng = np.random.default_rng(170)
+    times = np.arange(T0, T0 + 14 * DAY, 1200.0)
+    skips = rng.random(len(times)) < 0.01
+    traces = [trace(float(t), [None if skip and ttl == 2 else h for ttl, h in enumerate(A)],
+                    rtt=float(40.0 + abs(rng.normal(0, 0.2)))) for t, skip in zip(times, skips)]
+    skipped = [i for i in np.flatnonzero(skips) if times[i] > T0 + DAY]
+    assert len(skipped) >= 5
+    owd = _latency_wobbling_before(rng, traces, skipped[::2], 14)
+    assert of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change") == []
+
+
+def test_icmp_rate_limiting_bursts_over_later_hops_are_no_route_change():
+    """Hops 3 and 4 silent together now and then for one to three traces in a row (a router's ICMP
+    rate limit), the destination answering throughout."""
+    rng = np.random.default_rng(171)
+    times = np.arange(T0, T0 + 14 * DAY, 1200.0)
+    silent = np.zeros(len(times), dtype=bool)
+    for start in rng.choice(np.arange(80, len(times) - 3), size=12, replace=False):
+        silent[start:start + rng.integers(1, 4)] = True
+    traces = [trace(float(t), [None if s and ttl in (2, 3) else h for ttl, h in enumerate(A)], rtt=40.0)
+              for t, s in zip(times, silent)]
+    assert of_kind(detect(traces), "route_change") == []
+
+
+def test_a_hop_that_goes_silent_and_stays_silent_is_a_change_dated_from_its_first_silent_trace():
+    """Hop 3 answers 99 % of 6 days of traces, then a router that never answers takes its place."""
+    rng = np.random.default_rng(172)
+    times = np.arange(T0, T0 + 8 * DAY, 1200.0)
+    change = int(6 * DAY / 1200.0)
+    skips = (rng.random(len(times)) < 0.01) | (np.arange(len(times)) >= change)
+    traces = [trace(float(t), [None if skip and ttl == 2 else h for ttl, h in enumerate(A)], rtt=40.0)
+              for t, skip in zip(times, skips)]
+    found = of_kind(detect(traces), "route_change")
+    assert len(found) == 1
+    assert found[0].start == times[change] and times[change + 1] < found[0].detected_at <= times[change + 4]
+    assert found[0].evidence["divergence_ttl"] == 3 and found[0].evidence["new_hops"][1] == "*"
+
+
+def test_a_new_answering_router_is_a_change_on_the_first_trace_that_shows_it():
+    rng = np.random.default_rng(173)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    change_t = float(times[150])
+    traces = [trace(float(t), B if t >= change_t else A, rtt=40.0 + (3.0 if t >= change_t else 0.0)) for t in times]
+    owd = [latency(float(t), float(20.0 + rng.normal(0, 0.03) + (1.5 if t >= change_t - 300 else 0.0)))
+           for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    found = of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change")
+    assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == change_t
+
+
+def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
+    from pathwatch.models.detectors.route import run_chance
+
+    # a hop that always answered: three silent traces are improbable after 150 traces, two after 400
+    assert run_chance(0, 0, 150, 2) > 1e-5 > run_chance(0, 0, 150, 3)
+    assert run_chance(0, 0, 400, 2) < 1e-5
+    # a hop answering 99 %: two in a row happen (1e-4 a trace), three hardly (1e-6)
+    assert run_chance(10, 0, 1000, 2) > 1e-5 > run_chance(10, 0, 1000, 3)
+    # a hop answering 90 %: six
+    assert run_chance(100, 10, 1000, 5) > 1e-5 > run_chance(100, 10, 1000, 6)
