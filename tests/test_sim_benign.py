@@ -266,6 +266,23 @@ def test_a_loaded_host_slows_throughput_and_jitters_latency_on_all_its_paths(bas
         assert spread([r for r in lat if during(r)]) >= spread([r for r in lat if not during(r)]) + 0.3
 
 
+def test_a_loaded_host_is_not_nic_flat_on_a_nic_limited_path():
+    base = plan(SimConfig(seed=22, hosts=6, days=3)).with_episodes([])
+    path = next(p for p in base.mesh.paths if p.nic_limited)
+    load = Window(base.config.start + DAY_S, base.config.start + DAY_S + 8 * 3600, keep=0.7, jitter_weight=0.2,
+                  jitter_ms=0.5)
+    sim = replace(base, benign=Catalogue(seed=22, loads={path.src.name: (load,)}))
+    runs = [r for r in parsed(sim, path)["throughput"] if r.succeeded]
+
+    def cv(run):  # per-second spread after slow start: a CPU-bound sender is uneven, a NIC-pinned one flat
+        rates = [i.throughput_bps for i in run.intervals[3:]]
+        return statistics.pstdev(rates) / statistics.fmean(rates)
+
+    during = [cv(r) for r in runs if load.start <= _epoch(r) < load.end]
+    outside = [cv(r) for r in runs if not load.start <= _epoch(r) < load.end]
+    assert during and _median(during) >= 0.04 and _median(outside) < 0.01, (_median(during), _median(outside))
+
+
 def test_a_cross_traffic_burst_dips_a_few_runs_and_loses_a_few_probes(base):
     path = _quiet_path(base, lambda p: not p.nic_limited)
     burst = Window(CONFIG.start + 2 * DAY_S, CONFIG.start + 2 * DAY_S + 4 * 3600, keep=0.4, loss=0.005)

@@ -34,8 +34,9 @@ NTP steps and slews         per host 0.3-2 corrections a day, step or slew      
 host reboots, maintenance   per host 0-2 reboots (3-10 min) and 0-1 windows       no results on any path to or from the host for
                             (10-20 min)                                           that long (well below the 6 h - 4 d of a
                                                                                   labelled no_data and the 30 min a silence needs)
-CPU-loaded hosts            per host 0-3 episodes of 2-8 h; rate kept 55-90 %,    throughput dips and more one-way delay jitter
-                            jitter weight 10-40 %, scale 0.2-2 ms                 on every path of the host, for hours
+CPU-loaded hosts            per host 0-3 episodes of 2-8 h; rate kept 55-90 %,    throughput dips (CPU-bound: noisy per second,
+                            jitter weight 10-40 %, scale 0.2-2 ms                 never NIC-flat) and more one-way delay jitter
+                                                                                  on every path of the host, for hours
 cross-traffic bursts        per path 0.5-4 a week, 10 min - 3 h; rate kept        a dip of one or a few runs with retransmits; a
                             25-70 %, probe loss 0.05-1 %                          short loss burst
 test schedule               throughput runs skipped 1-4 %, traces 0.5-2 %         a missing run now and then (never two of a
@@ -350,6 +351,7 @@ def apply(cat: Catalogue, path: Path, t: np.ndarray, mods: Modifiers) -> Modifie
         for w in cat.loads.get(host, ()):
             on = (t >= w.start) & (t < w.end)
             mods.rate_factor *= np.where(on, w.keep, 1.0)
+            mods.cpu_bound |= on
             mods.jitter_weight = np.where(on, np.maximum(mods.jitter_weight, w.jitter_weight), mods.jitter_weight)
             mods.jitter_ms = np.where(on, np.maximum(mods.jitter_ms, w.jitter_ms), mods.jitter_ms)
     for w in cat.bursts.get(path.index, ()):

@@ -51,6 +51,7 @@ class Modifiers:
     return_floor_ms: np.ndarray      # a standing queue on the way back: RTT only (ACKs, the destination's reply)
     jitter_weight: np.ndarray        # share of probes a loaded host timestamps late
     jitter_ms: np.ndarray            # that lateness' exponential scale
+    cpu_bound: np.ndarray            # bool: a loaded host's CPU, not its NIC or the network, sets the rate
     episodes: dict[str, Episode] = field(default_factory=dict)
     floor_after: float = 0.0         # routers this far along the path (frac) and beyond sit behind the queue
 
@@ -60,7 +61,7 @@ class Modifiers:
 
 
 _ONES = ("rate_factor", "retransmit_factor")
-_FLAGS = ("window_limited", "mtu_blackhole", "unreachable", "route_changed")
+_FLAGS = ("window_limited", "mtu_blackhole", "unreachable", "route_changed", "cpu_bound")
 
 
 def _empty(n: int) -> Modifiers:

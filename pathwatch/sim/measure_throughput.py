@@ -131,6 +131,8 @@ def _flowing(path: Path, t: float, i: int, mods: Modifiers, rng: np.random.Gener
     wobble = 0.004 if window is not None or path.nic_limited else (0.03 if path.src.congestion == "bbr" else 0.06)
     if loss > 1e-4:
         wobble += 0.12
+    if mods.cpu_bound[i] and window is None:  # a loaded host's CPU sets the pace: uneven, not pinned at the NIC
+        wobble = max(wobble, 0.08)
     shape = shape * np.clip(rng.normal(1.0, wobble, len(shape)), 0.2, None)
     seconds = np.diff(edges)
     steady = rate * edges[-1] / float(np.sum(shape * seconds))
