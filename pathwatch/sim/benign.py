@@ -2,7 +2,11 @@
 
 Nothing here is labelled (an alarm about it is a false alarm), except the untuned host at the
 end of the table, a pathology the catalogue brings along because it, too, is there from the
-first day. Every behaviour's parameters are drawn per seed (domain randomisation) from the
+first day. Standing queues and ``diurnal_saturation`` are told apart the way labels have always
+told them: a path whose runs lose a deep share of their rate in the busy hours (keep 0.2-0.6) is
+a labelled saturation; the benign queue's test stream keeps 90-97 % (within a healthy path's
+daily swing of up to 12 %): the queue sits on a link with room for the test's stream, and its
+drops hit the probes (as a saturation's do here) while the TCP run keeps its share. Every behaviour's parameters are drawn per seed (domain randomisation) from the
 catalogue's own random streams, so a mesh with the catalogue off (``SimConfig(benign=False)``,
 ``pathwatch simulate --no-benign``) is byte for byte what the simulator wrote before it.
 
