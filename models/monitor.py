@@ -25,6 +25,7 @@ class PathMonitor:
         self.source = source
         self.destination = destination
         self.detectors: list[Detector] = config.build(source, destination)
+        self._share_busy_hours()
         self.timed = [d for d in self.detectors if d.timed]
         self.last_t: float | None = None
         # Per observation type, the timed detectors' deadline methods and the detector methods
@@ -38,6 +39,19 @@ class PathMonitor:
         self.__dict__.update(state)
         self.__dict__.pop("readers", None)    # the cache of earlier versions
         self.calls = {}
+        self._share_busy_hours()              # (states pickled before the busy hours were shared)
+
+    def _share_busy_hours(self) -> None:
+        """Give every detector that asks (a ``busy`` attribute) the diurnal detector's busy hours:
+        a saturated path's daily symptoms within them are the saturation's, not new problems."""
+        from pathwatch.models.detectors.diurnal import BusyHours
+
+        shared = next((d.busy for d in self.detectors if d.name == "diurnal"), None)
+        if shared is None:
+            return
+        for detector in self.detectors:
+            if isinstance(getattr(detector, "busy", None), BusyHours):
+                detector.busy = shared
 
     def observe_record(self, record: dict[str, Any]) -> list[Anomaly]:
         obs = observe(record)

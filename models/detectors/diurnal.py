@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.anomaly import SEVERITIES, Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.significance import mannwhitney_pvalue
@@ -278,6 +278,43 @@ def _depth_bound_vectorised(sorted_x: list[float], lower_is_worse: bool, min_in:
     return float(depth.max()) if depth.size else -math.inf
 
 
+class BusyHours:
+    """A path's busy hours while its diurnal saturation is open, shared with the path's other
+    detectors (:class:`~pathwatch.models.monitor.PathMonitor` hands the diurnal detector's to the
+    levels and loss detectors): a delay or loss rise, or a throughput trough, confined to them is
+    the saturation's own daily symptom, not a new problem.
+
+    >>> busy = BusyHours()
+    >>> busy.window = (13, 5)
+    >>> busy.covers(13.5 * 3600, 17 * 3600, 3600.0), busy.covers(9 * 3600, 20 * 3600, 3600.0)
+    (True, True)
+    >>> busy.covers(13.5 * 3600, 23.5 * 3600, 3600.0), busy.covers(7 * 3600, 17 * 3600, 3600.0)
+    (False, False)
+    """
+
+    __slots__ = ("window",)
+
+    def __init__(self) -> None:
+        self.window: tuple[int, int] | None = None   # (start hour UTC, width in hours) while open
+
+    def __getstate__(self):
+        return (self.window,)               # (never falsy: pickle calls __setstate__ only then)
+
+    def __setstate__(self, state) -> None:
+        self.window = state[0]
+
+    def covers(self, start: float, end: float, slack: float) -> bool:
+        """Whether ``start``..``end`` lies within one day's busy hours, widened on each side by
+        ``slack`` seconds or, when longer, the window's width: the window found is the trough's
+        deepest hours, and the load ramps up to them and back down over about as long."""
+        if self.window is None:
+            return False
+        hour, width = self.window
+        slack = max(slack, width * 3600.0)
+        opens = (start + slack - hour * 3600.0) // DAY * DAY + hour * 3600.0   # the last busy start by then
+        return start >= opens - slack and end <= opens + width * 3600.0 + slack
+
+
 class DiurnalDetector(Detector):
     name = "diurnal"
     kinds = ("diurnal_saturation",)
@@ -287,11 +324,20 @@ class DiurnalDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.runs: deque[tuple[float, float]] = deque()
-        # (t, median − min delay, loss, 95th percentile − min delay): the queue a sample met
-        self.queue: deque[tuple[float, float, float, float]] = deque()
+        # (t, median − min delay, loss, 95th percentile − min delay, min delay): the queue a sample met
+        self.queue: deque[tuple[float, float, float, float, float]] = deque()
         self.next_check: float | None = None
         self.window: tuple[int, int] | None = None
         self.last_trough_day: int | None = None
+        self.busy = BusyHours()               # the open episode's busy hours, for the path's other detectors
+        self.days_seen = 0                    # days the open episode's trough was seen on
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "busy" not in state:             # pickled before the busy hours were shared
+            self.busy = BusyHours()
+            self.busy.window = self.window if self.is_open("diurnal_saturation") else None
+            self.days_seen = 0
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -311,7 +357,7 @@ class DiurnalDetector(Detector):
         if obs.ok and obs.sent and obs.lost < obs.sent and low is not None and middle is not None:
             queued = middle - low
             tail = obs.delay_p95_ms - low if obs.delay_p95_ms is not None else queued
-            self.queue.append((t, queued, obs.loss or 0.0, tail))
+            self.queue.append((t, queued, obs.loss or 0.0, tail, low))
         return self._advance(t)
 
     def _advance(self, t: float) -> list[Anomaly]:
@@ -334,17 +380,21 @@ class DiurnalDetector(Detector):
         found = self._trough()
         if self.is_open("diurnal_saturation"):
             if found is not None:
-                self.last_trough_day = int(found["last_day"])
+                day = int(found["last_day"])
+                if self.last_trough_day is None or day > self.last_trough_day:
+                    self.last_trough_day = day
+                    return self._seen_again(found)
             elif self.last_trough_day is not None and now // DAY - self.last_trough_day > self.p.quiet_days:
                 start, width = self.window
                 end = self.last_trough_day * DAY + (start + width) * 3600.0
-                self.window = self.last_trough_day = None
+                self.window = self.last_trough_day = self.busy.window = None
                 return self.close("diurnal_saturation", end, {"ended": "no busy-hour trough for whole days"})
             return []
         if found is None:
             return []
-        self.window = (found["start_hour"], found["width_h"])
+        self.window = self.busy.window = (found["start_hour"], found["width_h"])
         self.last_trough_day = int(found["last_day"])
+        self.days_seen = int(found["days"])
         start, width = self.window
         busy = f"{start:02d}:00–{(start + width) % 24:02d}:00 UTC"
         what = f"throughput {100 * found['depth']:.0f} % below the rest of the day" if found["signal"] == "throughput" \
@@ -355,6 +405,23 @@ class DiurnalDetector(Detector):
             summary=f"Daily saturation {busy}: {what} on {found['days']} days.",
             evidence={k: v for k, v in found.items() if k not in ("first_t", "last_day")} | {"busy_hours_utc": busy},
         )
+
+    def _seen_again(self, found: dict) -> list[Anomaly]:
+        """The open episode re-emitted (the same id) on a day its trough is seen again: the same
+        saturation growing — days seen, the trough's depth, the busy hours' queueing and loss —
+        rather than a new problem each afternoon."""
+        self.days_seen += 1
+        current = self.episodes["diurnal_saturation"]
+        start, width = self.window
+        facts = {k: v for k, v in found.items() if k not in ("first_t", "last_day", "start_hour", "width_h", "days")}
+        evidence = {**current.evidence, **facts, **self._corroboration(start, width),
+                    "days_seen": self.days_seen}
+        severity = max(current.severity, severity_for(found["depth"], 0.0, 0.5, 0.8), key=SEVERITIES.index)
+        head = current.summary.split(" Seen on ")[0]
+        grown = current.grown(severity=severity, score=max(current.score, min(1.0, found["depth"] + 0.3)),
+                              summary=f"{head} Seen on {self.days_seen} days.", evidence=evidence)
+        self.episodes["diurnal_saturation"] = grown
+        return [grown]
 
     def _trough(self) -> dict | None:
         p = self.p
@@ -487,14 +554,24 @@ class DiurnalDetector(Detector):
             return {}
         q = np.array([v[1] for v in self.queue])
         loss = np.array([v[2] for v in self.queue])
+        signals = [(q, np.median), (loss, np.mean)]
+        floor = None
+        if all(len(v) > 4 for v in self.queue):      # (samples kept before the floor was: without it)
+            floor = np.array([v[4] for v in self.queue])
+            signals.append((floor, np.median))
 
         # A full queue in the busy hours delays or drops the latency tests' packets there: the
-        # busy hours' typical queueing (median) or their loss (mean) higher, and significantly.
+        # busy hours' typical queueing (median), their loss (mean) or, a queue that never drains
+        # (a standing queue delays every packet), their delay floor (median of the minima) higher,
+        # and significantly.
         rise = any(shown(v[inside]) > shown(v[~inside])
                    and mannwhitney_pvalue(v[inside], v[~inside], "greater", self.p.alpha) <= self.p.alpha
-                   for v, shown in ((q, np.median), (loss, np.mean)) if np.ptp(v) > 0)
-        return {"queueing_or_loss_rise": bool(rise),
-                "busy_queueing_ms": round(float(np.median(q[inside])), 2),
-                "other_queueing_ms": round(float(np.median(q[~inside])), 2),
-                "busy_loss_pct": round(100 * float(loss[inside].mean()), 4),
-                "other_loss_pct": round(100 * float(loss[~inside].mean()), 4)}
+                   for v, shown in signals if np.ptp(v) > 0)
+        facts = {"queueing_or_loss_rise": bool(rise),
+                 "busy_queueing_ms": round(float(np.median(q[inside])), 2),
+                 "other_queueing_ms": round(float(np.median(q[~inside])), 2),
+                 "busy_loss_pct": round(100 * float(loss[inside].mean()), 4),
+                 "other_loss_pct": round(100 * float(loss[~inside].mean()), 4)}
+        if floor is not None:
+            facts["busy_floor_rise_ms"] = round(float(np.median(floor[inside]) - np.median(floor[~inside])), 2)
+        return facts

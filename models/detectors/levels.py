@@ -26,6 +26,7 @@ from operator import sub
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.detectors.diurnal import BusyHours
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.window import SortedWindow, median
 
@@ -51,6 +52,13 @@ class LevelParams(Params):
     window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV) ...
     window_spread_max: float = 0.15  # ... and their implied window this steady across runs
     window_retrans_max: int = 0      # ... and retransmit at most this much
+    window_fill_min: float = 0.9     # from its first runs: rate x RTT this share of the window iperf3 reports ...
+    window_fill_max: float = 1.03    # ... and no more than this (a window-limited flow cannot move more per RTT)
+    window_same_max: float = 0.05    # ... the reported window the same, run after run, within this share ...
+    window_runs: int = 4             # ... over this many consecutive runs, none retransmitting
+    daily_return_s: float = 16 * 3600.0  # a change back within this long that recurs ...
+    daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
+    daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
@@ -123,6 +131,54 @@ class _Shift:
         return self._cached
 
 
+DAY = 86400.0
+
+
+class _Daily:
+    """A series' recent changes that came back within ``daily_return_s``: (start, end, direction).
+
+    A level shift persists; a load pattern follows the clock. A change confined to hours that
+    changed the same way on a previous day, when that one came back within the day, is the daily
+    pattern again (:meth:`explains`), not a shift.
+
+    >>> p = LevelParams()
+    >>> daily = _Daily()
+    >>> daily.record(13 * 3600.0, 18 * 3600.0, 1, p)
+    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p), daily.explains(DAY + 13.5 * 3600, DAY + 23 * 3600, 1, p)
+    (True, False)
+    """
+
+    __slots__ = ("spans",)
+
+    def __init__(self) -> None:
+        self.spans: deque[tuple[float, float, int]] = deque(maxlen=32)
+
+    def __getstate__(self):
+        return (list(self.spans),)
+
+    def __setstate__(self, state) -> None:
+        self.spans = deque(state[0], maxlen=32)
+
+    def record(self, start: float, end: float, direction: int, p: LevelParams) -> None:
+        """Keep a change that came back at ``end`` (one within ``daily_slack_s`` of the last joins it)."""
+        spans = self.spans
+        if spans and spans[-1][2] == direction and start - spans[-1][1] <= p.daily_slack_s:
+            start = spans.pop()[0]
+        if end - start <= p.daily_return_s:
+            spans.append((start, end, direction))
+
+    def explains(self, start: float, now: float, direction: int, p: LevelParams) -> bool:
+        """Whether a change from ``start`` to ``now`` stays within the hours (± ``daily_slack_s``) a
+        change in the same direction that came back covered on one of the ``daily_days`` days before."""
+        slack = p.daily_slack_s
+        for first, last, towards in self.spans:
+            if towards == direction:
+                for days in range(1, p.daily_days + 1):
+                    if first + days * DAY - slack <= start and now <= last + days * DAY + slack:
+                        return True
+        return False
+
+
 class LevelDetector(Detector):
     name = "levels"
     kinds = ("throughput_drop", "window_limited", "latency_shift")
@@ -140,11 +196,24 @@ class LevelDetector(Detector):
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
+        self.delay_daily, self.tput_daily = _Daily(), _Daily()
+        self.delay_held = False       # the pending delay change was held as a daily pattern
+        self.busy = BusyHours()       # the path's diurnal saturation's busy hours (shared by the monitor)
+        self.dip: list | None = None          # [first run's time, runs] of the runs below the baseline lately
+        self.window_streak: deque[ThroughputObs] = deque(maxlen=self.p.window_runs)  # window-bound runs in a row
+        self.window_since: float | None = None    # ... since this run's time
+        self.window_held: tuple[float, int] | None = None   # (window, runs above it) of an episode opened so
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "recent_runs" not in state:     # pickled before the level test kept recent runs
             self.recent_runs = deque(maxlen=self.p.level_runs)
+        if "delay_daily" not in state:     # pickled before daily patterns were told from shifts
+            self.delay_daily, self.tput_daily, self.busy = _Daily(), _Daily(), BusyHours()
+            self.delay_held = False
+            self.dip = None
+        if "window_streak" not in state:   # pickled before window limits were named from their first runs
+            self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -158,12 +227,84 @@ class LevelDetector(Detector):
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
             return []
+        bound = self._window_bound_run(obs)
+        found = self._against_baseline(obs)
+        return bound + found if bound else found
+
+    def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
+        """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
+        path was ever faster: ``window_runs`` runs in a row that move the window iperf3 reports every
+        round trip (rate × RTT within ``window_fill_min``..``window_fill_max`` of it: a flow whose
+        window is not the limit keeps less than its largest window in flight, and one that is cannot
+        move more), flat (``window_cv_max``), without retransmits, the same window run after run.
+        The episode closes once two runs in a row move more than that window per round trip."""
+        p, streak, held = self.p, self.window_streak, self.window_held
+        window, rtt = obs.window_bytes, obs.rtt_ms
+        moved = obs.bps * rtt / 8000.0 if rtt else None           # bytes in flight (Little's law)
+        if held is not None:
+            if moved is not None and moved > p.window_fill_max * held[0]:
+                self.window_held = held = (held[0], held[1] + 1)
+                if held[1] >= 2:
+                    self.window_held = None
+                    self.tput_kind = None if self.tput_kind == "window_limited" else self.tput_kind
+                    return self.close("window_limited", obs.t, {"recovered_bps": obs.bps})
+            elif held[1]:
+                self.window_held = (held[0], 0)
+            return []
+        if (not window or moved is None or obs.interval_cv is None or obs.interval_cv > p.window_cv_max
+                or (obs.retransmits or 0) > p.window_retrans_max
+                or not p.window_fill_min * window <= moved <= p.window_fill_max * window):
+            if streak:
+                streak.clear()
+            return []
+        if streak and abs(window - streak[0].window_bytes) > p.window_same_max * streak[0].window_bytes:
+            streak.clear()                      # another window: another streak
+        if not streak:
+            self.window_since = obs.t
+        streak.append(obs)
+        if len(streak) < p.window_runs or "window_limited" in self.episodes or "throughput_drop" in self.episodes:
+            return []
+        implied = [r.bps * r.rtt_ms / 8000.0 for r in streak]
+        level_window = median(implied)
+        if (max(implied) - min(implied)) / level_window > p.window_spread_max:
+            return []
+        reported = median(r.window_bytes for r in streak)
+        level, rtt_ms = median(r.bps for r in streak), median(r.rtt_ms for r in streak)
+        self.window_held = (reported, 0)
+        evidence = {"window_bytes": round(reported), "rtt_ms": round(rtt_ms, 3), "level_bps": round(level),
+                    "window_fill": round(level_window / reported, 3), "runs": len(streak),
+                    "interval_cv": round(max(r.interval_cv for r in streak), 4),
+                    "retransmits": [r.retransmits for r in streak], "signature": "absolute"}
+        if len(self.tput.base.values) >= p.min_baseline and self.tput.frozen is None:
+            base = self.tput.base.median()
+            if base > level * (1 + p.window_spread_max):
+                evidence["baseline_bps"] = round(base)
+        return self.open(
+            "window_limited", start=self.window_since, at=obs.t, severity=severity_for(0.0, 0.0, 0.5, 0.8), score=0.5,
+            summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s = window {reported / 1024:,.0f} KiB / RTT "
+                    f"{rtt_ms:.0f} ms over {len(streak)} runs, no retransmits: the flow moves its whole window "
+                    f"every round trip, a TCP window limit (an untuned host or a small buffer).",
+            evidence=evidence,
+        )
+
+    def _against_baseline(self, obs: ThroughputObs) -> list[Anomaly]:
+        """throughput_drop (or window_limited) against the path's own baseline."""
         if len(self.tput.base.values) < self.p.min_baseline:
             self._add_normal(obs)
             return []
         base, spread = self.tput.reference(self.p.k_tput, 0.0, self.p.tput_drop_frac)
         low = obs.bps < base - spread
         self.recent_runs.append(obs)
+        dip = self.dip
+        if low:
+            if dip is None:
+                self.dip = [obs.t, 1]
+            else:
+                dip[1] += 1
+        elif dip is not None and obs.bps >= base - spread / 2:
+            if dip[1] >= 2:                 # back up: a dip of two or more low runs is kept as the hours it covered
+                self.tput_daily.record(dip[0], obs.t, -1, self.p)
+            self.dip = None
         if self.tput_kind is not None:
             # Recovery takes two runs in a row back above half the drop threshold.
             self.recovered = self.recovered + 1 if obs.bps >= base - spread / 2 else 0
@@ -172,6 +313,8 @@ class LevelDetector(Detector):
             self.tput.frozen = None
             kind, self.tput_kind, self.recovered = self.tput_kind, None, 0
             self.low_runs.clear()
+            if kind == "window_limited":
+                self.window_held = None
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low and not self.low_runs:
             if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
@@ -192,9 +335,15 @@ class LevelDetector(Detector):
             return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
-        if median(r.bps for r in runs) >= base - spread:
+        if median(r.bps for r in runs) >= base - spread or self._daily_trough(runs[0].t, obs.t):
             return []
         return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs.t)
+
+    def _daily_trough(self, start: float, now: float) -> bool:
+        """Whether low runs from ``start`` to ``now`` are the path's daily trough again: within the
+        hours a dip that came back covered on a previous day, or its diurnal saturation's busy hours."""
+        p = self.p
+        return self.tput_daily.explains(start, now, -1, p) or self.busy.covers(start, now, p.daily_slack_s)
 
     def _level_shift(self, base: float) -> list[ThroughputObs] | None:
         """The recent runs when their median sits ``level_z`` standard errors (of a median of that
@@ -211,7 +360,13 @@ class LevelDetector(Detector):
         standard_error = 1.2533 * sigma / len(recent) ** 0.5     # of the median of len(recent) normal values
         if base - level < p.level_z * standard_error:
             return None
-        return [r for r in recent if r.bps < (base + level) / 2]   # the runs nearer the new level
+        lows = [r for r in recent if r.bps < (base + level) / 2]   # the runs nearer the new level
+        if self._daily_trough(lows[0].t, lows[-1].t):
+            return None
+        spans = self.tput_daily.spans
+        if self.dip is None and spans and spans[-1][0] <= lows[0].t and lows[-1].t < spans[-1][1]:
+            return None     # one dip that has come back up since, within the day: not a level that persists
+        return lows
 
     def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, at: float) -> list[Anomaly]:
         """Open throughput_drop (or window_limited when the low ``runs`` are window-bound)."""
@@ -315,8 +470,10 @@ class LevelDetector(Detector):
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
             if direction != self.delay_dir:
+                self.delay_daily.record(opened.start, obs.t, self.delay_dir, p)
                 return self._delay_reset(obs.t, "delay returned to its baseline")
-            if obs.t - opened.start >= self.p.delay_settle_s:
+            if obs.t - opened.start >= self.p.delay_settle_s and not self.busy.covers(obs.t, obs.t, p.daily_slack_s):
+                # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
                 self.settled_from = (base, threshold)
                 out = self._delay_reset(obs.t, "the new delay became the path's normal")
                 shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
@@ -325,7 +482,11 @@ class LevelDetector(Detector):
             shift.pending.append((obs.t, value))
             return []
         if direction == 0 or (shift.pending and direction != self.delay_dir):
-            shift.pending.clear()
+            pending = shift.pending
+            if len(pending) >= p.delay_runs and pending[-1][0] - pending[0][0] >= p.delay_span_s:
+                self.delay_daily.record(pending[0][0], obs.t, self.delay_dir, p)   # (one that came back)
+            pending.clear()
+            self.delay_held = False
             if direction == 0:
                 shift.add(value)
                 return []
@@ -334,12 +495,19 @@ class LevelDetector(Detector):
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
             return []
-        level = median(v for _, v in shift.pending)
+        if self.delay_daily.explains(first_t, obs.t, direction, p) or (
+                direction > 0 and self.busy.covers(first_t, obs.t, p.daily_slack_s)):
+            self.delay_held = True
+            return []       # the hours it rose at a day before, come back since, or the busy hours' queue
+        if self.delay_held:    # outlasted the daily pattern it began as: the level is what stays after it
+            level = median(v for t, v in shift.pending if t >= obs.t - 2 * p.delay_span_s)
+        else:
+            level = median(v for _, v in shift.pending)
         if self.settled_from is not None and abs(level - self.settled_from[0]) <= self.settled_from[1]:
             # Back to the level it had before a shift that settled in: the old normal, not a new shift.
             shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
             shift.pending.clear()
-            self.settled_from, self.delay_dir = None, 0
+            self.settled_from, self.delay_dir, self.delay_held = None, 0, False
             return []
         shift.frozen = (base, threshold)
         step = level - base
@@ -356,5 +524,5 @@ class LevelDetector(Detector):
     def _delay_reset(self, t: float, why: str) -> list[Anomaly]:
         self.delay.frozen = None
         self.delay.pending.clear()
-        self.delay_dir = 0
+        self.delay_dir, self.delay_held = 0, False
         return self.close("latency_shift", t, {"ended": why})

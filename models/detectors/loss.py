@@ -47,6 +47,7 @@ from statsmodels.sandbox.stats.runs import runstest_1samp
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.detectors.diurnal import BusyHours
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.significance import poisson_tail_below, tail_exceeds
 from pathwatch.models.window import SortedWindow, median
@@ -75,6 +76,9 @@ class LossParams(Params):
     burst_hours: int = 6            # hours on each side an hour's loss is compared with ...
     burst_alpha: float = 1e-6       # ... a burst: more loss than their typical rate explains at this level
     busy_slot_hours: int = 8        # loss only within this many hours of each day is busy-hour loss
+    daily_days: int = 2             # loss confined to hours that were lossy on one of this many days before ...
+    daily_slack_hours: int = 2      # ... (give or take this many hours), and back to the reference between, is
+                                    # that day's pattern again: neither a step nor a rise
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
@@ -347,6 +351,7 @@ class LossDetector(Detector):
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
         self.history_collapsed = 0                      # ... of which collapsed (lag_deep)
+        self.busy = BusyHours()        # the path's diurnal saturation's busy hours (shared by the monitor)
 
     def __getstate__(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if key != "neighbours"}
@@ -370,6 +375,8 @@ class LossDetector(Detector):
             self.clean_sorted = _CleanRuns(self.clean)
         if "history_collapsed" not in state:  # pickled before collapsed runs were counted apart
             self.history_collapsed = 0
+        if "busy" not in state:            # pickled before the busy hours were shared
+            self.busy = BusyHours()
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -488,7 +495,7 @@ class LossDetector(Detector):
         sustained = (typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
                      and not self._carried_by_few_samples(after, lost / sent))
         could_step = sustained and len(after) >= p.step_hours and lost >= p.step_min_lost
-        if not (could_rise or could_step) or self._busy_hours_only(after, p0):
+        if not (could_rise or could_step) or self._busy_hours_only(after, p0) or self._daily_pattern(bins, after, p0):
             return []
         step_llr = _llr_step(after, p0)
         ramp_llr, ramp_start, slope = _llr_ramp(recent, p0)
@@ -573,6 +580,36 @@ class LossDetector(Detector):
         lost_out = sum(v for h, v in enumerate(lost_by_hour) if h not in inside)
         sent_out = sum(v for h, v in enumerate(sent_by_hour) if h not in inside)
         return sent_out > 0 and (lost_out < 1 or tail_exceeds(lost_out, sent_out, p0, self.p.alpha))
+
+    def _daily_pattern(self, bins: list[tuple[int, int, int]], after: list[tuple[int, int, int]], p0: float) -> bool:
+        """Whether the loss since the change (less than a day of it) is a daily pattern: the same
+        hours (± ``daily_slack_hours``) of one of the ``daily_days`` days before were lossy too —
+        significantly above the reference ``p0`` —, the hours between that day's loss and today's
+        were back at the reference, and today's hours outside that day's lossy ones are not
+        significantly lossy. A step persists; a busy hour's loss follows the clock. Also loss
+        within the busy hours of the path's open diurnal saturation."""
+        p = self.p
+        if not after or len(after) >= 24:
+            return False               # (a day of it or more: _busy_hours_only's to judge)
+        first, last, slack = after[0][0], after[-1][0], p.daily_slack_hours
+        if self.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
+            return True
+        by_hour = {b[0]: b for b in bins}
+        bar = max(p.min_rate, 3 * p0)
+        for days in range(1, p.daily_days + 1):
+            back = 24 * days
+            then = [by_hour[h] for h in range(first - back - slack, last - back + slack + 1) if h in by_hour]
+            lossy = [b for b in then if b[2] and b[1] >= bar * b[2]]
+            if not lossy or tail_exceeds(sum(map(_LOST, lossy)), sum(map(_SENT, lossy)), p0, p.alpha):
+                continue               # not lossy those hours that day
+            gap = [by_hour[h] for h in range(lossy[-1][0] + slack + 1, first - slack) if h in by_hour]
+            if not gap or not tail_exceeds(sum(map(_LOST, gap)), sum(map(_SENT, gap)), p0, p.alpha):
+                continue               # no return to the reference between the two
+            near = {b[0] + back + d for b in lossy for d in range(-slack, slack + 1)}
+            outside = [b for b in after if b[0] not in near]
+            if not outside or tail_exceeds(sum(map(_LOST, outside)), sum(map(_SENT, outside)), p0, p.alpha):
+                return True
+        return False
 
     def _maybe_recovered(self, bins: list, now: float) -> list[Anomaly]:
         last = bins[-1]
@@ -684,6 +721,8 @@ class LossDetector(Detector):
                 1 for r in self.runs if r[2] < p.lag_deep * clean_bps) < p.lag_min_collapsed:
             return []
         flags = [r for r in self.runs if r[1]]
+        if not flags:
+            return []                      # (runs that collapsed only against a clean rate that rose since)
         since = [r for r in self.runs if r[0] >= flags[0][0]]
         frac = len(flags) / len(since)   # since the first degraded run
         # The other runs must be clean, both lately and right beside the degraded ones: when they

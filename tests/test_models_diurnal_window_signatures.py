@@ -1,0 +1,191 @@
+"""Issue 16: a path that saturates every afternoon is one diurnal_saturation, not a latency shift, a
+loss step or a throughput drop each day; a path window-limited from its first run is window_limited.
+
+The standing-queue path is drawn as the independent meshes showed it: the one-way delay floor climbs
+10-15 ms over the busy hours (start jittered by up to half an hour) and falls back at night, loss
+about 0.3 % while busy, the throughput runs in a trough with retransmits. Only the levels, loss and
+diurnal detectors run (the clock detector's reading of the same floor is another part of the issue).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from pathwatch.models.config import DetectorConfig
+from pathwatch.models.engine import replay_observations
+from pathwatch.models.monitor import PathMonitor
+from tests.detector_series import DAY, HOUR, T0, latency, latency_times, run, throughput_series
+
+MINE = DetectorConfig(enabled=("levels", "loss", "diurnal"))
+SYMPTOMS = {"latency_shift", "loss_step", "rising_loss", "throughput_drop"}
+
+
+def detect(observations, config=MINE):
+    return replay_observations("a", "b", observations, config=config)
+
+
+def standing_queue(rng, days=8, *, start_h=13.0, hours=7.0, loss=3e-3, queue_spread=True, shift=None,
+                   step=None):
+    """A path saturating ``hours`` every afternoon from its first day. ``shift`` = (onset, ms) adds
+    a real one-way delay step that persists; ``step`` = (onset, rate) a real loss step."""
+    rise = {d: rng.uniform(10.0, 15.0) for d in range(days + 1)}
+    jitter = {d: rng.uniform(-0.5, 0.5) for d in range(days + 1)}
+
+    def busy(t):          # 0..1, one-hour ramps at both ends
+        day = int((t - T0) // DAY)
+        h = (t % DAY) / HOUR - start_h - jitter[day]
+        return 0.0 if h < 0 or h > hours else min(1.0, h, hours - h)
+
+    obs = []
+    for t, bps in throughput_series(rng, days):
+        k = busy(t)
+        obs.append(run(t, bps * (1 - 0.55 * k), retransmits=int(5 + 800 * k)))
+    for t in latency_times(days):
+        k, day = busy(t), int((t - T0) // DAY)
+        floor = 20.0 + rng.normal(0, 0.05) + rise[day] * k
+        if shift is not None and t >= shift[0]:
+            floor += shift[1]
+        rate = 1e-6 + loss * (k > 0.3)
+        if step is not None and t >= step[0]:
+            rate += step[1]
+        obs.append(latency(t, floor, lost=int(rng.binomial(6000, rate)), queue=0.3 + 2 * k * queue_spread))
+    return obs
+
+
+def named_at(found):
+    diurnal = [a for a in found if a.kind == "diurnal_saturation"]
+    assert len(diurnal) == 1, [a.kind for a in found]
+    return diurnal[0]
+
+
+@pytest.mark.parametrize("hours", [5.0, 7.0, 9.0])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_path_saturating_every_afternoon_raises_diurnal_saturation_and_no_daily_symptoms_from_day_two(seed, hours):
+    """5 busy hours: the floor rise alone made a latency shift each day; 7: a loss step too; 9: a
+    throughput drop too. Day one may show a symptom (nothing is known yet: the incident grouper joins
+    it later); from the second day on, none, and the saturation's episode grows instead."""
+    found = detect(standing_queue(np.random.default_rng(seed), hours=hours))
+    diurnal = named_at(found)
+    assert diurnal.detected_at - (T0 + 13 * HOUR) <= 3 * DAY
+    symptoms = [a for a in found if a.kind in SYMPTOMS]
+    assert all(a.detected_at < T0 + DAY and a.end is not None and a.end < T0 + 1.5 * DAY for a in symptoms), \
+        [(a.kind, (a.start - T0) / HOUR, (a.detected_at - T0) / HOUR) for a in symptoms]
+    assert len(symptoms) <= 2
+    assert diurnal.evidence["days_seen"] >= 6      # one episode growing, not a new one each afternoon
+
+
+def test_a_standing_queue_without_loss_or_spread_is_corroborated_by_its_delay_floor():
+    """A queue that never drains in the busy hours delays every packet: the floor rises, the spread
+    above it does not, nothing is lost. The throughput trough is saturation all the same."""
+    found = detect(standing_queue(np.random.default_rng(3), hours=6.0, loss=0.0, queue_spread=False))
+    diurnal = named_at(found)
+    assert diurnal.evidence["queueing_or_loss_rise"] and diurnal.evidence["busy_floor_rise_ms"] >= 5
+    assert not [a for a in found if a.kind in SYMPTOMS and a.detected_at >= T0 + DAY]
+
+
+@pytest.mark.parametrize("onset_h, within_h", [(2.0, 1.0), (15.0, 10.0)])
+def test_a_real_latency_shift_on_a_saturating_path_is_still_found(onset_h, within_h):
+    """An 8 ms step that persists through the night is a shift: one starting at night is found as on
+    any path; one starting inside the busy hours once it outlasts them, starting no later than it
+    did (inside the busy hours it cannot be told from the queue's own rise) and at its own size."""
+    onset = T0 + 4 * DAY + onset_h * HOUR
+    found = detect(standing_queue(np.random.default_rng(4), shift=(onset, 8.0)))
+    late = [a for a in found if a.kind == "latency_shift" and a.detected_at >= T0 + DAY]
+    assert len(late) == 1 and onset - 3 * HOUR <= late[0].start <= onset + 20 * 60
+    assert late[0].detected_at - onset <= within_h * HOUR
+    assert late[0].evidence["step_ms"] == pytest.approx(8.0, abs=1.0)
+
+
+def test_a_real_loss_step_on_a_saturating_path_is_still_found():
+    """0.5 % loss from 15:00 on day 4, inside the busy hours, persisting: a loss step from about its
+    start, found once its loss outlasts the busy hours' (not a day later)."""
+    onset = T0 + 4 * DAY + 15 * HOUR
+    found = detect(standing_queue(np.random.default_rng(5), step=(onset, 5e-3)))
+    steps = [a for a in found if a.kind in ("loss_step", "rising_loss") and a.detected_at >= T0 + DAY]
+    assert len(steps) == 1 and steps[0].kind == "loss_step"
+    assert abs(steps[0].start - onset) <= HOUR and steps[0].detected_at - onset <= 16 * HOUR
+
+
+def test_a_loss_step_at_other_hours_than_the_daily_loss_opens_as_on_any_path():
+    """Busy-hour loss every afternoon; a 0.5 % step at 02:00 on day 4: those hours were not lossy a
+    day earlier, so nothing holds it."""
+    onset = T0 + 4 * DAY + 2 * HOUR
+    found = detect(standing_queue(np.random.default_rng(6), step=(onset, 5e-3)))
+    steps = [a for a in found if a.kind == "loss_step" and a.detected_at >= T0 + DAY]
+    assert len(steps) == 1 and abs(steps[0].start - onset) <= HOUR and steps[0].detected_at - onset <= 8 * HOUR
+
+
+# ---------------------------------------------------------------- window_limited from its first run
+def limited(t, rng, *, window=2**20, rtt_ms=80.0, fill=0.98, reported=None):
+    """A run moving ``fill`` of its window per round trip: flat, no retransmits."""
+    bps = window * 8 / (rtt_ms / 1000) * fill * (1 + rng.normal(0, 0.004))
+    return replace(run(t, bps, rtt_ms=rtt_ms, cv=0.01), window_bytes=reported or window)
+
+
+@pytest.mark.parametrize("every_h", [2.0, 6.0])
+def test_a_path_window_limited_from_its_first_run_is_window_limited_within_a_day(every_h):
+    rng = np.random.default_rng(7)
+    runs = [limited(t, rng) for t, _ in throughput_series(rng, 5, every_h=every_h)]
+    found = detect(runs, config=None)
+    assert [a.kind for a in found] == ["window_limited"]
+    assert found[0].start == runs[0].t and found[0].detected_at - runs[0].t <= DAY
+    assert found[0].evidence["window_bytes"] == 2**20 and 0.95 <= found[0].evidence["window_fill"] <= 1.0
+
+
+def test_a_window_limit_named_from_its_signature_closes_when_the_host_is_tuned():
+    rng = np.random.default_rng(8)
+    series = list(throughput_series(rng, 6))
+    tuned = T0 + 3 * DAY
+    runs = [limited(t, rng) if t < tuned else replace(run(t, 9e9, rtt_ms=80.0, retransmits=20),
+                                                      window_bytes=int(9e9 * 0.08 / 8 * 1.3))
+            for t, _ in series]
+    found = detect(runs, config=None)
+    assert [a.kind for a in found] == ["window_limited"]
+    assert found[0].end is not None and tuned <= found[0].end <= tuned + 6 * HOUR
+
+
+def test_runs_that_do_not_fill_the_window_or_whose_window_moves_are_not_window_limited():
+    """Flat, clean runs are no window limit unless they move the whole window they report every
+    round trip, and the same window run after run: a flow limited elsewhere keeps less in flight
+    than its largest window (a sawtooth, pacing at a NIC's rate); an autotuned window differs from
+    run to run even where a path's capacity happens to sit near window/RTT."""
+    rng = np.random.default_rng(9)
+    times = [t for t, _ in throughput_series(rng, 5)]
+    sawtooth = [limited(t, rng, fill=0.78) for t in times]
+    autotuned = [limited(t, rng, window=int(2**20 * rng.uniform(0.8, 1.25)), fill=0.97) for t in times]
+    faster = [limited(t, rng, fill=1.2) for t in times]       # more per RTT than the window: impossible if bound
+    retransmitting = [replace(r, retransmits=int(rng.integers(1, 40))) for r in (limited(t, rng) for t in times)]
+    for runs in (sawtooth, autotuned, faster, retransmitting):
+        assert "window_limited" not in [a.kind for a in detect(runs, config=None)]
+
+
+def test_a_window_limit_that_starts_mid_data_is_found_no_later_than_from_the_drop():
+    """A fast path (reported windows from a sawtooth) limited from day 3: window_limited from the
+    first limited run, no later than the drop against the baseline named it before."""
+    rng = np.random.default_rng(10)
+    onset = T0 + 3 * DAY
+    runs = []
+    for t, bps in throughput_series(rng, 6):
+        if t < onset:
+            runs.append(replace(run(t, bps, rtt_ms=80.0, retransmits=int(rng.integers(0, 30))),
+                                window_bytes=int(bps * 0.08 / 8 * 1.3)))
+        else:
+            runs.append(limited(t, rng, window=4 * 2**20))
+    found = detect(runs, config=None)
+    assert [a.kind for a in found] == ["window_limited"]
+    first = min(r.t for r in runs if r.t >= onset)
+    assert found[0].start == first and found[0].detected_at - first <= 8 * HOUR
+    blind = detect([replace(r, window_bytes=None) for r in runs], config=None)   # no window reported: the drop
+    assert [a.kind for a in blind] == ["window_limited"] and found[0].detected_at <= blind[0].detected_at
+
+
+def test_the_busy_hours_stay_shared_through_a_pickled_monitor():
+    monitor = PathMonitor("a", "b")
+    by_name = {d.name: d for d in monitor.detectors}
+    assert by_name["levels"].busy is by_name["diurnal"].busy is by_name["loss"].busy
+    restored = {d.name: d for d in pickle.loads(pickle.dumps(monitor)).detectors}
+    assert restored["levels"].busy is restored["diurnal"].busy is restored["loss"].busy
