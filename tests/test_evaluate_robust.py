@@ -157,3 +157,18 @@ def test_the_bench_summary_is_the_worst_seed_per_kind():
     assert ("latency_shift", "false alarms / 100 path-days grouped <= 1 (benign-only)") in missed
     assert ("loss_step", "recall >= 0.95") not in missed
     assert summary["all_targets_met"] is False
+
+
+def test_a_route_change_is_judged_against_the_first_trace_that_could_show_it():
+    from pathwatch.evaluation.scorecard import _trace_times
+
+    labels = [Label("route_change", "a", "b", D, None)]
+    found = [make_anomaly("route_change", "a", "b", D, detected_at=D + 2500)]
+    s = _seed(labels, found)
+    s.route_first_trace = [(2500.0, 2400.0)]    # the first trace after the change was skipped: found on the next
+    assert missed_targets(s) == [] and s.route_lateness_s == 100.0
+    s.route_first_trace = [(2500.0, 1100.0)]    # found a trace later than it could have been
+    assert missed_targets(s) == ["route_change: detected 23 min after the first trace that could show it (20 min cadence)"]
+    records = [{"kind": "trace", "source": "a", "destination": "b", "time": "1970-01-02T00:20:00Z"},
+               {"kind": "latency", "source": "a", "destination": "b", "time": "1970-01-02T00:10:00Z"}]
+    assert _trace_times(records) == {("a", "b"): [D + 1200.0]}
