@@ -20,6 +20,13 @@ tests, or whose runs are too few a day for every busy window to hold one (runs e
 never fall into the busy hours), are judged on the latency tests' queueing alone: the samples'
 95th percentile above the minimum delay, a busy-hour rise of ``queue_rise_ms`` and
 ``queue_factor`` times the rest. It closes once ``quiet_days`` whole days pass without the trough.
+
+A standing queue — one that never drains in the busy hours — delays every packet: the latency
+tests' delay floor rising in the busy hours corroborates too. The open episode is one problem
+growing: re-emitted (the same id) on each day its trough is seen again, with the days seen, its
+depth and the busy hours' queueing, loss and floor, and its busy hours are shared
+(:class:`BusyHours`) with the path's levels and loss detectors, whose delay rises, loss and
+troughs within them are its symptoms, not new problems.
 """
 
 from __future__ import annotations

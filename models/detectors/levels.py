@@ -14,7 +14,16 @@ standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
 first such run, when a congested run or two just before it were low too); runs that stall at
-the start are left to the MTU detector.
+the start are left to the MTU detector. A window limit is also named from its absolute
+signature, with no "before" to compare with (an untuned host from the first run): runs in a row
+that move the very window iperf3 reports every round trip (rate × RTT, the bytes in flight),
+flat, without retransmits, the same window each run.
+
+A level shift persists; a load pattern follows the clock. A change that came back within
+``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
+that stays within those hours of a following day (or within the busy hours of the path's open
+diurnal saturation) is the daily pattern again and is held — opened, from where it began, only
+once it outlasts them.
 """
 
 from __future__ import annotations

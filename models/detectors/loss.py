@@ -8,7 +8,10 @@ two-rate Poisson model fits best; when the loss after the split is far above
 the path's reference rate (binomial test), two shapes compete by likelihood: a step (one
 constant rate after some hour) and a ramp (a rate growing linearly from the reference after some
 hour). Loss confined to the same hours of every day (none significant outside the busiest
-``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither.
+``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither;
+so is less than a day of loss in the hours that were lossy on a previous day, with the hours
+between back at the reference (a step persists through the night), or in the busy hours of the
+path's open diurnal saturation.
 The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
 least ``step_hours``) or ``rising_loss``; until then the detector waits. A step's loss must be
 spread over its samples: when far more of the big samples (``spread_min_packets``) lost nothing
