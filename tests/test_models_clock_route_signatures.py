@@ -181,12 +181,17 @@ def test_a_new_answering_router_is_a_change_on_the_first_trace_that_shows_it():
 
 
 def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
-    from pathwatch.models.detectors.route import run_chance
+    from pathwatch.models.detectors.route import RouteParams, run_chance
 
-    # a hop that always answered: three silent traces are improbable after 150 traces, two after 400
-    assert run_chance(0, 0, 150, 2) > 1e-5 > run_chance(0, 0, 150, 3)
-    assert run_chance(0, 0, 400, 2) < 1e-5
-    # a hop answering 99 %: two in a row happen (1e-4 a trace), three hardly (1e-6)
-    assert run_chance(10, 0, 1000, 2) > 1e-5 > run_chance(10, 0, 1000, 3)
-    # a hop answering 90 %: six
-    assert run_chance(100, 10, 1000, 5) > 1e-5 > run_chance(100, 10, 1000, 6)
+    alpha = RouteParams().silence_alpha
+    assert alpha == 1e-6
+    # a hop that always answered: four silent traces are improbable after 150 traces, three after 400, two after 2000
+    assert run_chance(0, 0, 150, 3) > alpha > run_chance(0, 0, 150, 4)
+    assert run_chance(0, 0, 400, 2) > alpha > run_chance(0, 0, 400, 3)
+    assert run_chance(0, 0, 2000, 2) < alpha
+    # a hop answering 99 %: three in a row happen about once in 6e5 traces, four hardly ever
+    assert run_chance(10, 0, 1000, 3) > alpha > run_chance(10, 0, 1000, 4)
+    # a hop answering 90 % in bursts (one miss in ten follows another): seven
+    assert run_chance(100, 10, 1000, 6) > alpha > run_chance(100, 10, 1000, 7)
+    # while the route's silences move (rate limiting), a hop that always answered needs eleven
+    assert run_chance(0, 0, 998, 10, bursty=True) > alpha > run_chance(0, 0, 998, 11, bursty=True)

@@ -26,19 +26,20 @@ the route in use and is silent at a TTL where that route answers. A router that 
 now and then looks the same for one trace, and a one-way delay wobble at that moment says
 nothing about which it is, so silence alone decides, against what each hop of each route is
 known to do: per route and per TTL the detector counts the traces in which the hop was silent
-and how often one silence followed another (the answer rate, and whether misses come in bursts,
-as ICMP rate limiting makes them). A silence that lasts ``L`` consecutive traces is a change when
-its chance, ``p · q^(L−1)`` with ``p`` the hop's miss rate (one miss more than seen: never zero)
-and ``q`` the chance that a miss follows a miss (``p`` until the hop has shown bursts), falls below
-``silence_alpha``; several hops silent together must also be improbable as a whole (the route's
-own rate of multi-hop silences, whose bursts are assumed as likely to go on as not until the route
-has shown otherwise), since ICMP rate limiting silences several later hops at once, in bursts. The
-change dates from the first silent trace. A silence that ends earlier is counted into the hop's
-rate. Only the route in use is judged: a trace silent on an older known route is the path going
-back to that route. The silent TTL of a change is part of the new route (``"*"`` in its hops and the
-evidence), so later traces silent there are on the new route and a trace answering there is back
-on the old one. An open change closes when the old route returns, or when the new one has
-settled in for ``settle_s``.
+and how often one silence followed another (its answer rate, and whether its misses come in
+bursts). A silence that lasts ``L`` consecutive traces is a change when its chance falls below
+``silence_alpha`` (:func:`run_chance`: the predictive chance of ``L`` misses in a row given the
+misses seen so far, or, once the hop has shown bursts, its miss rate times its chance of going
+on ``L − 1`` times). A run during which the route's silences moved — several hops silent at once,
+or another hop falling silent or answering again — is what ICMP rate limiting does (routers from
+some TTL on answering only now and then, for a while): its bursts are assumed as likely to go on
+as not until the hop has shown otherwise, so only a silence that outlasts such a burst counts.
+The change dates from the first silent trace. A silence that ends earlier is counted into the
+hop's rate. Only the route in use is judged: a trace silent on an older known route is the path
+going back to that route. The silent TTL of a change is part of the new route (``"*"`` in its hops
+and the evidence), so later traces silent there are on the new route and a trace answering there
+is back on the old one. An open change closes when the old route returns, or when the new one
+has settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
@@ -75,9 +76,9 @@ class RouteParams(Params):
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
     # Chance, per trace and hop, below which a run of silent traces at a hop that answers is not
-    # skipped answers but a new router that never answers. A path runs ~100 traces a day through
-    # ~10 hops: 1e-5 keeps chance silences well below one per 100 path-days.
-    silence_alpha: float = 1e-5
+    # skipped answers but a new router that never answers. 100 path-days hold ~10^5 traces of ~10
+    # hops each (two tools every 20-60 min): 1e-6 keeps chance silences below one per 100 path-days.
+    silence_alpha: float = 1e-6
 
 
 def route_of(obs: TraceObs) -> tuple[str | None, ...]:
@@ -152,16 +153,15 @@ def as_path(asns: tuple) -> tuple[int, ...]:
 
 class _Silence:
     """What one route's answering hops do about answering: misses per TTL, misses that followed a
-    miss, the runs of silence in progress, and the same for traces silent at several hops at once."""
+    miss, and the runs of silence in progress."""
 
-    __slots__ = ("misses", "repeats", "runs", "multi", "multi_repeats", "multi_run")
+    __slots__ = ("misses", "repeats", "runs")
 
     def __init__(self):
         self.misses: dict[int, int] = {}
         self.repeats: dict[int, int] = {}
-        self.runs: dict[int, list] = {}          # TTL → [silent traces in a row, time of the first]
-        self.multi = self.multi_repeats = 0
-        self.multi_run: list | None = None
+        # TTL → [silent traces in a row, time of the first, whether the route's silences moved meanwhile]
+        self.runs: dict[int, list] = {}
 
     def end_runs(self, ttls) -> None:
         """Count the runs at ``ttls`` (answering again) into the rates: they were skipped answers."""
@@ -170,29 +170,30 @@ class _Silence:
             self.misses[ttl] = self.misses.get(ttl, 0) + length
             self.repeats[ttl] = self.repeats.get(ttl, 0) + length - 1
 
-    def end_multi(self) -> None:
-        length = self.multi_run[0]
-        self.multi += length
-        self.multi_repeats += length - 1
-        self.multi_run = None
-
 
 def run_chance(misses: int, repeats: int, traces: int, length: int, bursty: bool = False) -> float:
     """The chance that a hop silent in ``misses`` of ``traces`` traces (``repeats`` of those misses
-    right after another) is silent ``length`` traces in a row by chance: ``p · q^(length−1)``.
+    right after another) is silent ``length`` traces in a row by chance.
 
-    ``p`` counts one miss more than seen (never zero); ``q``, the chance a miss follows a miss,
-    is ``p`` (independent misses) until the hop has shown bursts; with ``bursty`` (silences of
-    several hops at once, which rate limiting makes in bursts) it counts one repeat more than seen
-    (one half before any).
+    With independent misses (none has followed another yet) it is the predictive chance of
+    ``length`` misses in a row given what was seen (a uniform prior on the miss rate): the rate's
+    uncertainty counts, not only its estimate. Once misses came in bursts, or with ``bursty`` (the
+    route's silences moved during the run, as rate limiting makes them), it is the miss rate times
+    the chance of a miss following a miss to the power ``length − 1``, that chance counting one
+    repeat more than seen (one half before any).
 
     >>> f"{run_chance(0, 0, 998, 2):.0e}", f"{run_chance(10, 0, 1000, 2):.0e}", f"{run_chance(10, 0, 1000, 3):.0e}"
-    ('1e-06', '1e-04', '1e-06')
+    ('2e-06', '1e-04', '2e-06')
     >>> run_chance(20, 10, 1000, 3) > 1e-3      # misses in bursts: long runs are not unusual
     True
-    >>> run_chance(0, 0, 998, 3, bursty=True) > 1e-5, run_chance(0, 0, 998, 9, bursty=True) < 1e-5
-    (True, True)
+    >>> run_chance(0, 0, 998, 8, bursty=True) > 1e-6 > run_chance(0, 0, 998, 12, bursty=True)
+    True
     """
+    if repeats == 0 and not bursty:
+        chance, seen = 1.0, traces + 2
+        for i in range(length):
+            chance *= min(1.0, (misses + 1 + i) / (seen + i))
+        return chance
     p = min(1.0, (misses + 1) / (traces + 2))
     q = max(p, (repeats + 1) / (misses + 2) if bursty else (repeats + p) / (misses + 1))
     return p * q ** (length - 1)
@@ -449,7 +450,7 @@ class RouteDetector(Detector):
                     owner.known.append(owner.candidate)
                     owner.candidate = None
             silence = getattr(known, "silence", None)   # (variants pickled before it was kept have none)
-            if gaps or (silence is not None and (silence.runs or silence.multi_run)):
+            if gaps or (silence is not None and silence.runs):
                 found = self._silences(obs, tool, known, route, gaps)
                 if found:
                     return out + found       # (a new silent router: this trace is on the new route)
@@ -488,37 +489,30 @@ class RouteDetector(Detector):
                   if y is None and x is not None and x != SILENT] if gaps else []
         runs = silence.runs
         ended = [ttl for ttl in runs if ttl not in silent and ttl <= len(route)]
+        started = [ttl for ttl in silent if ttl not in runs]
         if ended:
             silence.end_runs(ended)
+        moved = len(silent) >= 2 or ((ended or started) and (runs or len(started) > 1))
         for ttl in silent:
             run = runs.get(ttl)
             if run is None:
-                runs[ttl] = [1, obs.t]
+                runs[ttl] = [1, obs.t, moved]
             else:
                 run[0] += 1
-        if len(silent) >= 2:
-            if silence.multi_run is None:
-                silence.multi_run = [1, obs.t]
-            else:
-                silence.multi_run[0] += 1
-        elif silence.multi_run is not None and len(route) >= len(hops):
-            silence.end_multi()
+                run[2] = run[2] or moved
         if not silent or self.is_open("route_change") or known is not max(tool.known, key=_last_seen):
             return []        # (silent on an older known route: the path going back to it)
         alpha = self.p.silence_alpha
         traces = known.count
         confirmed = []
         for ttl in silent:
-            length, first = runs[ttl]
-            chance = run_chance(silence.misses.get(ttl, 0), silence.repeats.get(ttl, 0), traces - length + 1, length)
+            length, first, bursty = runs[ttl]
+            chance = run_chance(silence.misses.get(ttl, 0), silence.repeats.get(ttl, 0), traces - length + 1,
+                                length, bursty)
             if chance < alpha:
                 confirmed.append((ttl, length, first, chance))
         if not confirmed:
             return []
-        if len(silent) >= 2:
-            length = silence.multi_run[0]
-            if run_chance(silence.multi, silence.multi_repeats, traces - length + 1, length, bursty=True) >= alpha:
-                return []    # several hops silent together, as rate limiting does: not yet improbable
         new_hops = list(route) + [None] * (len(hops) - len(route))
         for ttl, *_ in confirmed:
             new_hops[ttl - 1] = SILENT
