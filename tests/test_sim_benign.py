@@ -298,6 +298,18 @@ def test_a_cross_traffic_burst_dips_a_few_runs_and_loses_a_few_probes(base):
     assert statistics.fmean(r.loss_ratio for r in lat if not during(r)) < 5e-4
 
 
+def test_drawn_cross_traffic_loses_probes_for_minutes_only(base):
+    sim = plan(CONFIG)
+    bursts = [w for ws in sim.benign.bursts.values() for w in ws]
+    assert bursts and all(300 <= w.loss_s <= 1800 and 600 <= w.end - w.start <= 3 * 3600 for w in bursts)
+    path = _quiet_path(base, lambda p: not p.nic_limited)
+    burst = Window(CONFIG.start + 2 * DAY_S, CONFIG.start + 2 * DAY_S + 4 * 3600, keep=0.4, loss=0.005, loss_s=1200)
+    lat = parsed(replace(base, benign=Catalogue(seed=CONFIG.seed, bursts={path.index: (burst,)})), path)["latency"]
+    lossy = [r.loss_ratio for r in lat if burst.start <= _epoch(r) < burst.start + 1200]
+    later = [r.loss_ratio for r in lat if burst.start + 1200 <= _epoch(r) < burst.end]
+    assert lossy and min(lossy) >= 0.002 and max(later) < 0.002
+
+
 # --- schedule ----------------------------------------------------------------------------------
 
 def test_runs_are_skipped_now_and_then_but_never_two_in_a_row():

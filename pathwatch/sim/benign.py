@@ -42,7 +42,7 @@ CPU-loaded hosts            per host 0-3 episodes of 2-8 h; rate kept 55-90 %,  
                             jitter weight 10-40 %, scale 0.2-2 ms                 never NIC-flat) and more one-way delay jitter
                                                                                   on every path of the host, for hours
 cross-traffic bursts        per path 0.5-4 a week, 10 min - 3 h; rate kept        a dip of one or a few runs with retransmits; a
-                            25-70 %, probe loss 0.05-1 %                          short loss burst
+                            25-70 %, probe loss 0.05-1 % for its first 5-30 min   short loss burst (one to three latency windows)
 test schedule               throughput runs skipped 1-4 %, traces 0.5-2 %         a missing run now and then (never two of a
                             (never two in a row); 5 % of traces up to 2 min late  test in a row); uneven trace spacing
 untuned host (LABELLED)     meshes of 6+ hosts: one host (not the silent one),    ``window_limited`` from the data start on its
@@ -103,6 +103,7 @@ class Window:
     loss: float = 0.0
     jitter_weight: float = 0.0
     jitter_ms: float = 0.0
+    loss_s: float = 0.0       # the loss lasts this long from the start (0: the whole window)
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def draw_catalogue(mesh: Mesh, config: SimConfig) -> Catalogue:
                                         jitter_ms=(0.2, 2.0))
     for path in mesh.paths:
         cat.bursts[path.index] = _windows(rng, config.start, config.end, float(rng.uniform(0.5, 4.0)) / 7, 600, 3 * 3600,
-                                          keep=(0.25, 0.7), loss=(5e-4, 1e-2))
+                                          keep=(0.25, 0.7), loss=(5e-4, 1e-2), loss_s=(300, 1800))
     cat.skip_rates = {"throughput": float(rng.uniform(0.01, 0.04)), "traceroute": float(rng.uniform(0.005, 0.02)),
                       "tracepath": float(rng.uniform(0.005, 0.02))}
     return cat
@@ -362,7 +363,8 @@ def apply(cat: Catalogue, path: Path, t: np.ndarray, mods: Modifiers) -> Modifie
         on = (t >= w.start) & (t < w.end)
         mods.rate_factor *= np.where(on, w.keep, 1.0)
         mods.retransmit_factor *= np.where(on, 4.0, 1.0)
-        mods.congestion_loss += np.where(on, w.loss, 0.0)
+        lossy = on & (t < w.start + w.loss_s) if w.loss_s else on
+        mods.congestion_loss += np.where(lossy, w.loss, 0.0)
     return mods
 
 
