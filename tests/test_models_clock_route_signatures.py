@@ -180,6 +180,21 @@ def test_a_new_answering_router_is_a_change_on_the_first_trace_that_shows_it():
     assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == change_t
 
 
+def test_a_one_way_delay_step_without_the_rtt_does_not_confirm_a_detour_at_once():
+    """One trace on a detour while an NTP correction moves the one-way delay by 1.2 ms and the
+    round trip not at all: a blip, not a change; with the RTT 2.5 ms shorter it is a change at once."""
+    rng = np.random.default_rng(174)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    blip = float(times[150])
+    owd = [latency(float(t), float(80.0 + rng.normal(0, 0.03) - (1.2 if t >= blip - 300 else 0.0)))
+           for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    for extra, expected in ((0.0, []), (-2.5, [blip])):
+        traces = [trace(float(t), B if t == blip else A, rtt=float(127.4 + abs(rng.normal(0, 0.03)) + (extra if t == blip else 0.0)))
+                  for t in times]
+        found = of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change")
+        assert [a.detected_at for a in found] == expected
+
+
 def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
     from pathwatch.models.detectors.route import RouteParams, run_chance
 

@@ -198,7 +198,7 @@ def test_an_owd_step_in_the_sample_after_the_candidate_trace_opens_before_the_ne
     rng = np.random.default_rng(21)
     before = _traces(rng, 100, [A])
     change_t = before[-1].t + 15 * 60               # latency samples run every 10 min, traces every 20
-    after = _traces(rng, 5, [B], start=before[-1].t + 20 * 60)
+    after = _traces(rng, 5, [B], start=before[-1].t + 20 * 60, rtt=28.0)   # (the round trip 8 ms longer too)
     owd = _owd(rng, T0 - 300, change_t, 10.0) + _owd(rng, change_t + 600, after[-1].t, 14.0)
     found = [a for a in detect(before + after + owd) if a.kind == "route_change"]
     assert len(found) == 1

@@ -8,8 +8,11 @@ in use longer than that, for as long as it was in use (at most ``remember_max_s`
 goes back to its long-standing route after a detour of days is not changing again. A trace on
 none of them is a candidate change. The candidate opens ``route_change`` at once when an
 independent measurement agrees — the latency tests' one-way delay steps at the same time (in
-the samples before the trace or the first one after it), or the trace's own RTT steps onto a
-new AS — otherwise when the new route persists: on the next trace (of any tool) when the
+the samples before the trace or the first one after it) and, when the trace reached the
+destination, its RTT moved the same way by ``rtt_follow_share`` of that step at least (a route
+lengthens the round trip as much as the one way; an NTP correction moves the one-way delay
+alone, and the RTT not at all), or the trace's own RTT steps onto a new AS — otherwise when the
+new route persists: on the next trace (of any tool) when the
 candidate came with a new AS or an RTT step, on the next two without either (two independent
 one-off detours onto the same backup path look like one trace after another). A trace of any
 tool on a known route in between makes the candidate a blip. So a path that alternates among
@@ -73,6 +76,7 @@ class RouteParams(Params):
     forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten ...
     remember_max_s: float = 30 * 86400.0  # ... unless in use longer (remembered as long, up to this)
     clock_error_ms: float = 50.0   # one-way delays with a larger clock error say nothing about routes
+    rtt_follow_share: float = 0.5  # a reached candidate trace's RTT moved at least this share of the OWD step, the same way
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
     # Chance, per trace and hop, below which a run of silent traces at a hop that answers is not
@@ -278,6 +282,7 @@ class RouteDetector(Detector):
         self.rtt_at_trace: float | None = None
         self.quiet_before = True                 # ... the pending candidate's previous trace was at the baselines
         self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
+        self.pending_rtt: float | None = None    # the last-hop RTT of the trace that made the pending candidate
 
     _KEPT_PARAMS = ("learn_s", "settle_s", "forget_s", "clock_error_ms", "fail_streak", "reach_history")
 
@@ -286,6 +291,8 @@ class RouteDetector(Detector):
         if "owd_at_trace" not in state:   # pickled before steps had to be fresh
             self.owd_at_trace = self.rtt_at_trace = None
             self.quiet_before, self.needs = True, {}
+        if "pending_rtt" not in state:    # ... or the RTT had to follow them
+            self.pending_rtt = None
         p = self.p
         if "rtt_step_rel" in vars(p):      # parameters of that layout: rtt_step_ms then meant both floors
             names = {f.name for f in fields(RouteParams)}
@@ -318,7 +325,7 @@ class RouteDetector(Detector):
                     pending = tool
                     break
             step = self._owd_step(self.quiet_before) if pending is not None else None
-            if step is not None:
+            if step is not None and self._rtt_follows(step, self.pending_rtt):
                 # The delay step arrived after the candidate trace: it confirms the change now,
                 # before the next trace.
                 out = self._start_change(obs.t, pending, f"confirmed by a one-way delay step of {step:+.1f} ms", step)
@@ -465,12 +472,13 @@ class RouteDetector(Detector):
             tool.known.append(_Variant(obs))
             return out
         tool.candidate = _Variant(obs)
+        self.pending_rtt = obs.last_rtt_ms if reached else None
         quiet = self.quiet_before = self._quiet(owd_before, rtt_before)
         # One trace is enough only when an independent measurement agrees: the one-way delay of
         # the latency tests stepped at the same time, or the trace's RTT stepped onto a new AS.
         # Otherwise the new route must persist: two traces with a new AS or an RTT step, three without.
         owd_step = self._owd_step(quiet)
-        if owd_step is not None:
+        if owd_step is not None and self._rtt_follows(owd_step, self.pending_rtt):
             return out + self._start_change(obs.t, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms", owd_step)
         rtt_step = self._trace_rtt_step(obs, quiet)
         new_as = self._new_as(obs, tool)
@@ -560,6 +568,15 @@ class RouteDetector(Detector):
         if not fresh or len(self.recent_delays) < 1 or len(self.delays) < 6:
             return None
         return self._step(self.delays, self.recent_delays[-1], self.p.owd_step_ms)
+
+    def _rtt_follows(self, owd_step: float, rtt: float | None) -> bool:
+        """Whether the candidate trace's RTT (when it reached) moved with a one-way delay step: the same
+        way and by ``rtt_follow_share`` of it at least. A route that lengthens one direction lengthens
+        the round trip as much; a clock correction (NTP) moves the one-way delay alone."""
+        if rtt is None or len(self.rtts) < 3:
+            return True
+        move = rtt - median(self.rtts)
+        return move * owd_step > 0 and abs(move) >= self.p.rtt_follow_share * abs(owd_step)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
         """The RTT or OWD step that coincides with a change, for the evidence."""
