@@ -326,6 +326,22 @@ def test_runs_are_skipped_now_and_then_but_never_two_in_a_row():
     assert 0.005 * total <= skipped <= 0.05 * total
 
 
+def test_no_run_is_skipped_beside_an_outage():
+    for seed in (2, 3, 4):
+        sim = plan(SimConfig(seed=seed))
+        classic = plan(SimConfig(seed=seed, benign=False))
+        for path in sim.mesh.paths:
+            for test in ("throughput", *path.src.tools):
+                before = classic.schedule.times[(path.index, test)]
+                kept = sim.schedule.times[(path.index, test)]
+                down = sim.benign.outage(path, before)
+                for i in np.flatnonzero(down).tolist():
+                    for j in (i - 1, i + 1):
+                        if 0 <= j < len(before) and not down[j]:   # kept, perhaps up to 2 min late (traces)
+                            at = np.searchsorted(kept, before[j] - 1e-6)
+                            assert at < len(kept) and kept[at] <= before[j] + 121, (seed, path.index, test, j)
+
+
 # --- the untuned host (labelled) and the families ----------------------------------------------
 
 def test_an_untuned_host_is_window_limited_from_its_first_run():

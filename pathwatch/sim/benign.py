@@ -380,8 +380,9 @@ def rate_limit_bursts(cat: Catalogue, path: Path, t: np.ndarray) -> tuple[int, f
     return first, answer, on
 
 
-def thin_schedule(times: dict[tuple[int, str], np.ndarray], cat: Catalogue, config: SimConfig) -> dict:
-    """The schedule with runs skipped now and then (never two of a test in a row) and late traces."""
+def thin_schedule(times: dict[tuple[int, str], np.ndarray], cat: Catalogue, config: SimConfig, mesh: Mesh) -> dict:
+    """The schedule with runs skipped now and then (never two of a test in a row, never beside a run
+    an outage takes: a gap stays one missed run long) and late traces."""
     rng = np.random.default_rng([config.seed, STREAM_SKIP])
     out = {}
     for key in sorted(times):
@@ -390,6 +391,9 @@ def thin_schedule(times: dict[tuple[int, str], np.ndarray], cat: Catalogue, conf
         if rate and len(values):
             skip = rng.random(len(values)) < rate
             skip[1:] &= ~skip[:-1]            # never two in a row
+            down = cat.outage(mesh.paths[key[0]], values)
+            skip[1:] &= ~down[:-1]
+            skip[:-1] &= ~down[1:]
             values = values[~skip]
             if key[1] != "throughput":
                 late = rng.random(len(values)) < cat.late_share

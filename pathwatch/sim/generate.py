@@ -75,7 +75,7 @@ def plan(config: SimConfig) -> Simulation:
     episodes = choose_episodes(mesh, config, np.random.default_rng([config.seed, 2]))
     schedule = build_schedule(mesh, config, np.random.default_rng([config.seed, 3]))
     if catalogue is not None:
-        schedule = Schedule(thin_schedule(schedule.times, catalogue, config))
+        schedule = Schedule(thin_schedule(schedule.times, catalogue, config, mesh))
     return Simulation(config, mesh, episodes, schedule, _routes(mesh, episodes), catalogue)
 
 
