@@ -173,7 +173,7 @@ def main() -> None:
     summary = summarise(labelled, benign)
     document = {"summary": summary, "hosts": args.hosts, "days": args.days, "cadences": args.cadence,
                 "labelled_seeds": args.seeds, "benign_only_seeds": args.benign_seeds,
-                "commit": _commit(), "seeds": labelled, "benign_only": benign}
+                "code": _commit(), "seeds": labelled, "benign_only": benign}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     console.print(_table(summary, len(labelled), len(benign), args.out))
@@ -208,14 +208,21 @@ def _cell(figure: dict | None, digits: int) -> str:
     return f"{figure['value']:.{digits}f} s{figure['seed']}"
 
 
-def _commit() -> str | None:
+def _commit() -> dict | None:
+    """The commit the bench ran on, and the code files that differed from it (uncommitted work in the tree)."""
     import subprocess
 
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "pathwatch", "ingest").splitlines()
+                 if line[3:].endswith(".py")]
     except (OSError, subprocess.CalledProcessError):
         return None
+    return {"head": head, "uncommitted_code": dirty}
 
 
 if __name__ == "__main__":
