@@ -52,8 +52,8 @@ def test_a_true_incident_is_one_true_alarm_and_its_members_do_not_count():
 
 def test_an_unmatched_incident_is_one_false_alarm_of_its_roots_kind():
     root = make_anomaly("no_data", "h", "a", D)
-    found = [root, member(make_anomaly("no_data", "h", "b", D), root), member(make_anomaly("unreachable", "a", "h", D), root),
-             make_anomaly("loss_step", "c", "d", 2 * D)]
+    found = [root, member(make_anomaly("no_data", "h", "b", D), root),
+             member(make_anomaly("unreachable", "a", "h", D), root), make_anomaly("loss_step", "c", "d", 2 * D)]
     _, strict, grouped = scored([], found)
     assert grouped["no_data"].false_alarms == 1 and grouped["unreachable"].false_alarms == 0
     assert grouped["loss_step"].false_alarms == 1
@@ -94,7 +94,8 @@ def test_anomalies_without_an_incident_are_their_own_and_a_missing_root_falls_ba
 
 def test_benign_only_every_alarm_is_false_per_kind():
     root = make_anomaly("latency_shift", "a", "b", D)
-    found = [root, member(make_anomaly("latency_shift", "a", "b", 2 * D), root), make_anomaly("clock_error", "a", "b", D)]
+    found = [root, member(make_anomaly("latency_shift", "a", "b", 2 * D), root),
+             make_anomaly("clock_error", "a", "b", D)]
     today, strict, grouped = scored([], found)
     assert today[ALL].false_alarms == strict[ALL].false_alarms == 3
     assert {k: s.false_alarms for k, s in grouped.items() if s.false_alarms} == {
@@ -118,7 +119,8 @@ def test_missed_targets_name_grouped_and_strict_false_alarms_and_recall():
     root = make_anomaly("route_change", "e", "f", D)
     found = [make_anomaly("loss_step", "a", "b", D), make_anomaly("loss_step", "c", "d", D), root,
              member(make_anomaly("latency_shift", "e", "f", D), root)]
-    assert missed_targets(_seed(labels, found)) == []   # strict: one wrong-kind member, 2.00 per 100 path-days, not above 2
+    # strict: one wrong-kind member, 2.00 false alarms per 100 path-days, not above 2
+    assert missed_targets(_seed(labels, found)) == []
     found.append(member(make_anomaly("throughput_drop", "e", "f", D), root))   # a second wrong-kind member
     missed = missed_targets(_seed(labels, found))
     assert "over all kinds: 4.00 false alarms per 100 path-days strict > 2" in missed
@@ -168,7 +170,8 @@ def test_a_route_change_is_judged_against_the_first_trace_that_could_show_it():
     s.route_first_trace = [(2500.0, 2400.0)]    # the first trace after the change was skipped: found on the next
     assert missed_targets(s) == [] and s.route_lateness_s == 100.0
     s.route_first_trace = [(2500.0, 1100.0)]    # found a trace later than it could have been
-    assert missed_targets(s) == ["route_change: detected 23 min after the first trace that could show it (20 min cadence)"]
+    assert missed_targets(s) == [
+        "route_change: detected 23 min after the first trace that could show it (20 min cadence)"]
     records = [{"kind": "trace", "source": "a", "destination": "b", "time": "1970-01-02T00:20:00Z"},
                {"kind": "latency", "source": "a", "destination": "b", "time": "1970-01-02T00:10:00Z"}]
     assert _trace_times(records) == {("a", "b"): [D + 1200.0]}

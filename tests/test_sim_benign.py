@@ -87,7 +87,8 @@ def test_a_standing_queue_raises_the_delay_floor_only_in_busy_hours(base):
     assert statistics.fmean(r.loss_ratio for r in lat if night(r)) < 3e-4
     # the path's own single stream keeps (nearly) its rate: no trough, hence no diurnal_saturation label
     runs = [r for r in recs["throughput"] if r.succeeded]
-    assert _median([r.throughput_bps for r in runs if busy(r)]) >= 0.85 * _median([r.throughput_bps for r in runs if night(r)])
+    rate = lambda when: _median([r.throughput_bps for r in runs if when(r)])  # noqa: E731
+    assert rate(busy) >= 0.85 * rate(night)
     dest = [(_dest_rtt(t), t) for t in _traces(recs) if t.reached]
     assert _median([d for d, t in dest if busy(t)]) - _median([d for d, t in dest if night(t)]) >= 7.0
     # the other direction's one-way floor stays put; its RTT (ACKs, replies cross the queue) does not

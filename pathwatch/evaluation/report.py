@@ -59,8 +59,8 @@ class Report:
             "labels": self.labels, "anomalies": self.anomalies, "incidents": self.incidents,
             "baseline_alarms": self.baseline_alarms,
             "pathwatch": {kind: s.to_dict() for kind, s in self.ours.items()},
-            "pathwatch_strict": None if self.strict is None else {kind: s.to_dict() for kind, s in self.strict.items()},
-            "pathwatch_grouped": None if self.grouped is None else {kind: s.to_dict() for kind, s in self.grouped.items()},
+            "pathwatch_strict": _scores(self.strict),
+            "pathwatch_grouped": _scores(self.grouped),
             "wlcg": None if self.baseline is None else {kind: s.to_dict() for kind, s in self.baseline.items()},
             "note": None if self.baseline is not None else NO_BASELINE,
             "plots": self.plots,
@@ -91,6 +91,10 @@ class Report:
         console.print("found: labels detected / labels · alarms: true + false (explained ones apart) · delay: "
                       "label start to first detection · false/100pd: false alarms per 100 path-days · strict: "
                       "no explained credit · grouped: one alarm per incident (incident_id)", style="dim")
+
+
+def _scores(scores: dict[str, Score] | None) -> dict[str, Any] | None:
+    return None if scores is None else {kind: s.to_dict() for kind, s in scores.items()}
 
 
 def _cells(s: Score) -> list[str]:

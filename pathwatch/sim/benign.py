@@ -2,53 +2,58 @@
 
 Nothing here is labelled (an alarm about it is a false alarm), except the untuned host at the
 end of the table, a pathology the catalogue brings along because it, too, is there from the
-first day. Standing queues and ``diurnal_saturation`` are told apart the way labels have always
-told them: a path whose runs lose a deep share of their rate in the busy hours (keep 0.2-0.6) is
-a labelled saturation; the benign queue's test stream keeps 90-97 % (within a healthy path's
-daily swing of up to 12 %): the queue sits on a link with room for the test's stream, and its
-drops hit the probes (as a saturation's do here) while the TCP run keeps its share. Every behaviour's parameters are drawn per seed (domain randomisation) from the
+first day. Every behaviour's parameters are drawn per seed (domain randomisation) from the
 catalogue's own random streams, so a mesh with the catalogue off (``SimConfig(benign=False)``,
 ``pathwatch simulate --no-benign``) is byte for byte what the simulator wrote before it.
 
-==========================  ====================================================  =============================================
-behaviour                   parameters drawn per seed                             what it leaves in the data
-==========================  ====================================================  =============================================
-standing queue (busy link)  1-2 hosts' uplink, in or out; peak 12-17 h local,     min one-way delay climbs by up to ``floor_ms``
-                            width 2-4 h (Gaussian), ``floor_ms`` 5-20,            over the local busy hours and falls back at
-                            ``loss`` 0.02-0.3 % at the peak, the test's stream    night (RTT of throughput runs and of hops
-                            keeps 90-97 % of its rate                             behind the queue too); probe loss while busy;
-                                                                                  no throughput trough beyond a healthy swing.
-                                                                                  (A labelled ``diurnal_saturation`` gets the
-                                                                                  same floor rise, ``floor_ms`` 5-20, on top of
-                                                                                  its trough.)
-partly answering hops       10-30 % of routers answer 90-99.9 % of probes         a ``*`` now and then at that router's TTL
-                            (miss rate log-uniform 0.1-10 %)
-ICMP rate limiting          10-30 % of paths; 0-3 bursts a day, 15-90 min;        in a burst, routers from a middle TTL on
-                            each router answers 25-70 % in a burst                answer only now and then (the destination
-                                                                                  still does)
-slow-path routers           4-10 % of routers; +2-30 ms, noise of the same        that hop's RTT inflated and noisy in every
-                            order                                                 trace; the hops after it and the destination
-                                                                                  are not
-asymmetric routes           15-35 % of host pairs: the reverse direction          forward and reverse traces through different
-                            through a transit network from the start              networks; one-way delays unequal (their sum is
-                                                                                  the RTT of both directions); tracepath ``back``
-NTP steps and slews         per host 0.3-2 corrections a day, step or slew        one-way delays move by a fraction of a ms,
-                            (5-60 min), offsets within 80 % of the host's         opposite on A→B and B→A; RTT unchanged;
-                            clock-error estimate                                  max-clock-error as before
-host reboots, maintenance   per host 0-2 reboots (3-10 min) and 0-1 windows       no results on any path to or from the host for
-                            (10-20 min)                                           that long (well below the 6 h - 4 d of a
-                                                                                  labelled no_data and the 30 min a silence needs)
-CPU-loaded hosts            per host 0-3 episodes of 2-8 h; rate kept 55-90 %,    throughput dips (CPU-bound: noisy per second,
-                            jitter weight 10-40 %, scale 0.2-2 ms                 never NIC-flat) and more one-way delay jitter
-                                                                                  on every path of the host, for hours
-cross-traffic bursts        per path 0.5-4 a week, 10 min - 3 h; rate kept        a dip of one or a few runs with retransmits; a
-                            25-70 %, probe loss 0.05-1 % for its first 5-30 min   short loss burst (one to three latency windows)
-test schedule               throughput runs skipped 1-4 %, traces 0.5-2 %         a missing run now and then (never two of a
-                            (never two in a row); 5 % of traces up to 2 min late  test in a row); uneven trace spacing
-untuned host (LABELLED)     meshes of 6+ hosts: one host (not the silent one),    ``window_limited`` from the data start on its
-                            TCP buffer 256 KiB - 4 MiB (binding on few paths      outgoing paths where window/RTT binds: flat
-                            where it can); its paths come on top of the budget    near window/RTT, no retransmits, flat cwnd
-==========================  ====================================================  =============================================
+Standing queues and ``diurnal_saturation`` are told apart the way labels have always told them:
+a path whose runs lose a deep share of their rate in the busy hours (keep 0.2-0.6) is a labelled
+saturation; the benign queue's test stream keeps 90-97 % (within a healthy path's daily swing
+of up to 12 %): the queue sits on a link with room for the test's stream, and its drops hit the
+probes (as a saturation's do here) while the TCP run keeps its share.
+
+=================  =======================================  ==========================================
+behaviour          parameters drawn per seed                what it leaves in the data
+=================  =======================================  ==========================================
+standing queue     1-2 hosts' uplink, in or out; peak       min one-way delay climbs by up to
+(busy link)        12-17 h local, width 2-4 h (Gaussian),   ``floor_ms`` over the local busy hours and
+                   ``floor_ms`` 5-20, ``loss`` 0.02-0.3 %   falls back at night (RTT of runs and of
+                   at the peak; the test's stream keeps     hops behind the queue too, and the RTT of
+                   90-97 % of its rate                      the reverse path); probe loss while busy;
+                                                            no trough beyond a healthy swing. A
+                                                            labelled ``diurnal_saturation`` gets the
+                                                            same floor rise (5-20 ms) on its trough.
+partly answering   10-30 % of routers answer 90-99.9 %      a ``*`` now and then at that router's TTL
+hops               of probes (miss log-uniform 0.1-10 %)
+ICMP rate          10-30 % of paths; 0.2-3 bursts a day,    in a burst, routers from a middle TTL on
+limiting           15-90 min; routers answer 25-70 %        answer only now and then (the destination
+                                                            still does)
+slow-path routers  4-10 % of routers; +2-30 ms with noise   that hop's RTT inflated and noisy in every
+                   of the same order                        trace; later hops and the destination not
+asymmetric routes  15-35 % of host pairs: the reverse       forward and reverse traces through
+                   direction through transit (AS 3356 or    different networks; one-way delays unequal,
+                   6939) from the start                     their sum the RTT; tracepath ``back``
+NTP steps and      per host 0.3-2 corrections a day, step   one-way delays move by a fraction of a ms,
+slews              or slew (5-60 min), offsets within 80 %  opposite on A→B and B→A; RTT unchanged;
+                   of the host's clock-error estimate       max-clock-error as before
+host reboots,      per host 0-2 reboots (3-10 min) and 0-1  no result on any path to or from the host
+maintenance        windows (10-20 min); no run skipped      that long: one missed result, well below
+                   beside one they take                     a silence (30 min+) or a labelled no_data
+                                                            (6 h - 4 d)
+CPU-loaded hosts   per host 0-3 episodes of 2-8 h; rate     throughput dips (CPU-bound: uneven per
+                   kept 55-90 %, jitter weight 10-40 %,     second, never NIC-flat) and more one-way
+                   scale 0.2-2 ms                           delay jitter on every path of the host
+cross-traffic      per path 0.5-4 a week, 10 min - 3 h;     a dip of one or a few runs with
+bursts             rate kept 25-70 %; probe loss 0.05-1 %   retransmits; a short loss burst (one to
+                   for the first 5-30 min                   three latency windows)
+test schedule      throughput runs skipped 1-4 %, traces    a missing run now and then (never two of
+                   0.5-2 % (never two in a row); 5 % of     a test in a row); uneven trace spacing
+                   traces up to 2 min late
+untuned host       meshes of 6+ hosts: one host (not the    ``window_limited`` from the data start on
+(LABELLED)         silent one), TCP buffer 256 KiB - 4 MiB  its outgoing paths where window/RTT binds:
+                   (binding on few paths where it can);     flat near window/RTT, no retransmits,
+                   its paths come on top of the budget      flat cwnd
+=================  =======================================  ==========================================
 
 >>> import numpy as np
 >>> from pathwatch.sim.config import SimConfig
@@ -131,7 +136,8 @@ class Catalogue:
     diurnal_floor_ms: dict[int, float] = field(default_factory=dict)         # labelled saturations' floor rise
     answer_share: float = 0.0
     slow_share: float = 0.0
-    rate_limited: dict[int, tuple[int, float, tuple[Window, ...]]] = field(default_factory=dict)  # (from hop, answer, bursts)
+    # by path index: (first rate-limited TTL, answer probability in a burst, the bursts)
+    rate_limited: dict[int, tuple[int, float, tuple[Window, ...]]] = field(default_factory=dict)
     clocks: dict[str, ClockWander] = field(default_factory=dict)
     outages: dict[str, tuple[Window, ...]] = field(default_factory=dict)     # by host
     loads: dict[str, tuple[Window, ...]] = field(default_factory=dict)       # by host
@@ -170,9 +176,10 @@ class Catalogue:
             return [{"start": int(w.start), "end": int(w.end), "keep": round(w.keep, 3), "loss": round(w.loss, 6)}
                     for w in ws]
         return {
-            "standing_queues": [{"path": i, "host": q.host, "direction": q.direction, "peak_utc_h": round(q.peak_utc_h, 2),
-                                 "width_h": round(q.width_h, 2), "floor_ms": round(q.floor_ms, 2),
-                                 "loss": round(q.loss, 5), "keep": round(q.keep, 3)} for i, q in sorted(self.queues.items())],
+            "standing_queues": [{"path": i, "host": q.host, "direction": q.direction,
+                                 "peak_utc_h": round(q.peak_utc_h, 2), "width_h": round(q.width_h, 2),
+                                 "floor_ms": round(q.floor_ms, 2), "loss": round(q.loss, 5), "keep": round(q.keep, 3)}
+                                for i, q in sorted(self.queues.items())],
             "diurnal_floor_ms": {str(i): round(v, 2) for i, v in sorted(self.diurnal_floor_ms.items())},
             "partly_answering_router_share": round(self.answer_share, 3),
             "slow_path_router_share": round(self.slow_share, 3),
@@ -245,7 +252,8 @@ def draw_catalogue(mesh: Mesh, config: SimConfig) -> Catalogue:
         local_peak = float(rng.uniform(12.0, 17.0))
         queue = StandingQueue(host.name, direction, (local_peak - host.site.utc_offset_h) % 24,
                               float(rng.uniform(2.0, 4.0)), float(rng.uniform(5.0, 20.0)),
-                              float(10 ** rng.uniform(math.log10(2e-4), math.log10(3e-3))), float(rng.uniform(0.9, 0.97)))
+                              float(10 ** rng.uniform(math.log10(2e-4), math.log10(3e-3))),
+                              float(rng.uniform(0.9, 0.97)))
         for path in mesh.paths:
             if (path.src if direction == "out" else path.dst).name == host.name and path.index not in cat.queues:
                 cat.queues[path.index] = queue
@@ -268,7 +276,8 @@ def draw_catalogue(mesh: Mesh, config: SimConfig) -> Catalogue:
                                         2 * 3600, 8 * 3600, keep=(0.55, 0.9), jitter_weight=(0.1, 0.4),
                                         jitter_ms=(0.2, 2.0))
     for path in mesh.paths:
-        cat.bursts[path.index] = _windows(rng, config.start, config.end, float(rng.uniform(0.5, 4.0)) / 7, 600, 3 * 3600,
+        per_day = float(rng.uniform(0.5, 4.0)) / 7
+        cat.bursts[path.index] = _windows(rng, config.start, config.end, per_day, 600, 3 * 3600,
                                           keep=(0.25, 0.7), loss=(5e-4, 1e-2), loss_s=(300, 1800))
     cat.skip_rates = {"throughput": float(rng.uniform(0.01, 0.04)), "traceroute": float(rng.uniform(0.005, 0.02)),
                       "tracepath": float(rng.uniform(0.005, 0.02))}
