@@ -65,7 +65,7 @@ class LevelParams(Params):
     window_fill_max: float = 1.03    # ... and no more than this (a window-limited flow cannot move more per RTT)
     window_same_max: float = 0.05    # ... the reported window the same, run after run, within this share ...
     window_runs: int = 4             # ... over this many consecutive runs, none retransmitting
-    daily_return_s: float = 16 * 3600.0  # a change back within this long that recurs ...
+    daily_return_s: float = 22 * 3600.0  # a change back within this long (within the day) that recurs ...
     daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
@@ -380,10 +380,12 @@ class LevelDetector(Detector):
     def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, at: float) -> list[Anomaly]:
         """Open throughput_drop (or window_limited when the low ``runs`` are window-bound)."""
         self.low_runs = []
+        window, bound = self._window_bound(runs)
+        if window is not None and self.window_held is not None:
+            return []       # window-bound runs on a path whose window limit is named already: the same limit
         self.tput.frozen = (base, spread)
         level = median(r.bps for r in runs)
         drop = 1 - level / base
-        window, bound = self._window_bound(runs)
         evidence = {
             "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
             "runs": len(runs), "retransmits": [r.retransmits for r in runs],
@@ -472,6 +474,9 @@ class LevelDetector(Detector):
         if cached is None or shift.frozen is not None:
             cached = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
         base, threshold = cached            # (reference's answer: what it keeps, when no shift froze it)
+        bound = obs.clock_error_ms
+        if bound is not None and bound > threshold and obs.one_way:
+            threshold = bound               # a one-way delay moves within its clocks' error bound without the path
         direction = (value > base + threshold) - (value < base - threshold)
         if direction == 0 and not shift.pending and "latency_shift" not in self.episodes:
             shift.add(value)               # the usual sample: at the baseline, nothing pending

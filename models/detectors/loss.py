@@ -81,7 +81,8 @@ class LossParams(Params):
     busy_slot_hours: int = 8        # loss only within this many hours of each day is busy-hour loss
     daily_days: int = 2             # loss confined to hours that were lossy on one of this many days before ...
     daily_slack_hours: int = 2      # ... (give or take this many hours), and back to the reference between, is
-                                    # that day's pattern again: neither a step nor a rise
+                                    # that day's pattern again: neither a step nor a rise ...
+    daily_factor: float = 2.0       # ... losing up to this many times that day's rate (a load varies day to day)
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
@@ -585,12 +586,13 @@ class LossDetector(Detector):
         return sent_out > 0 and (lost_out < 1 or tail_exceeds(lost_out, sent_out, p0, self.p.alpha))
 
     def _daily_pattern(self, bins: list[tuple[int, int, int]], after: list[tuple[int, int, int]], p0: float) -> bool:
-        """Whether the loss since the change (less than a day of it) is a daily pattern: the same
-        hours (± ``daily_slack_hours``) of one of the ``daily_days`` days before were lossy too —
-        significantly above the reference ``p0`` —, the hours between that day's loss and today's
-        were back at the reference, and today's hours outside that day's lossy ones are not
-        significantly lossy. A step persists; a busy hour's loss follows the clock. Also loss
-        within the busy hours of the path's open diurnal saturation."""
+        """Whether the loss since the change (less than a day of it) is a daily pattern: no more than
+        ``daily_factor`` times what the same hours lost on one of the ``daily_days`` days before
+        (those hours shifted by up to ``daily_slack_hours``, all by the same) explains (Poisson test
+        at ``alpha``), none significant in hours that were clean that day, that day lossy for more
+        than an hour (a burst is one) and back at the reference ``p0`` in the hours between its loss
+        and today's. A step persists through the night; a busy hour's loss follows the clock. Also
+        loss within the busy hours of the path's open diurnal saturation."""
         p = self.p
         if not after or len(after) >= 24:
             return False               # (a day of it or more: _busy_hours_only's to judge)
@@ -598,20 +600,26 @@ class LossDetector(Detector):
         if self.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
             return True
         by_hour = {b[0]: b for b in bins}
-        bar = max(p.min_rate, 3 * p0)
+        lost = sum(map(_LOST, after))
         for days in range(1, p.daily_days + 1):
             back = 24 * days
-            then = [by_hour[h] for h in range(first - back - slack, last - back + slack + 1) if h in by_hour]
-            lossy = [b for b in then if b[2] and b[1] >= bar * b[2]]
-            if not lossy or tail_exceeds(sum(map(_LOST, lossy)), sum(map(_SENT, lossy)), p0, p.alpha):
-                continue               # not lossy those hours that day
-            gap = [by_hour[h] for h in range(lossy[-1][0] + slack + 1, first - slack) if h in by_hour]
+            then = {h: b for h in range(first - back - slack, last - back + slack + 1)
+                    if (b := by_hour.get(h)) is not None and b[2]}
+            bar = max(p.min_rate, 3 * p0)
+            if sum(1 for b in then.values() if b[1] >= bar * b[2]) < 2:
+                continue               # not lossy those hours that day (one hour is a burst): nothing to repeat
+            last_lossy = max(h for h, b in then.items() if b[1] >= bar * b[2])
+            gap = [by_hour[h] for h in range(last_lossy + slack + 1, first - slack) if h in by_hour]
             if not gap or not tail_exceeds(sum(map(_LOST, gap)), sum(map(_SENT, gap)), p0, p.alpha):
                 continue               # no return to the reference between the two
-            near = {b[0] + back + d for b in lossy for d in range(-slack, slack + 1)}
-            outside = [b for b in after if b[0] not in near]
-            if not outside or tail_exceeds(sum(map(_LOST, outside)), sum(map(_SENT, outside)), p0, p.alpha):
-                return True
+            for shift in range(-slack, slack + 1):          # the same hours, that day's a little earlier or later
+                allowed = [max(p0, p.daily_factor * then[h][1] / then[h][2] if h in then else 0.0)
+                           for h in (b[0] - back + shift for b in after)]
+                clean = [b for b, rate in zip(after, allowed) if rate <= p0]
+                if clean and not tail_exceeds(sum(map(_LOST, clean)), sum(map(_SENT, clean)), p0, p.alpha):
+                    continue           # lossy in hours that were clean that day: not confined to its hours
+                if not poisson_tail_below(lost, sum(b[2] * rate for b, rate in zip(after, allowed)), p.alpha):
+                    return True        # no more than that day's same hours lost (give or take daily_factor)
         return False
 
     def _maybe_recovered(self, bins: list, now: float) -> list[Anomaly]:
