@@ -97,6 +97,9 @@ def summarise(labelled: list[dict], benign: list[dict]) -> dict:
                                                             "false_alarms_per_100_path_days", lowest=False,
                                                             only_labelled=False),
             "delay_max_s": _worst(labelled, "ours", kind, "delay_max_s", lowest=False, only_labelled=True),
+            "wlcg_f1": _worst(labelled, "wlcg", kind, "f1", lowest=True, only_labelled=True),
+            "wlcg_false_alarms_per_100_path_days": _worst(labelled, "wlcg", kind, "false_alarms_per_100_path_days",
+                                                          lowest=False, only_labelled=False),
         }
         per_kind[kind] = row
         benign_kind[kind] = {
@@ -106,6 +109,8 @@ def summarise(labelled: list[dict], benign: list[dict]) -> dict:
             "false_alarms_per_100_path_days_strict": _worst(benign, "ours_strict", kind,
                                                             "false_alarms_per_100_path_days", lowest=False,
                                                             only_labelled=False),
+            "wlcg_false_alarms_per_100_path_days": _worst(benign, "wlcg", kind, "false_alarms_per_100_path_days",
+                                                          lowest=False, only_labelled=False),
         }
         if kind != ALL:
             target("F1 grouped >= 0.95", kind, row["f1_grouped"], F1_TARGET, at_least=True)
