@@ -189,3 +189,49 @@ def test_the_busy_hours_stay_shared_through_a_pickled_monitor():
     assert by_name["levels"].busy is by_name["diurnal"].busy is by_name["loss"].busy
     restored = {d.name: d for d in pickle.loads(pickle.dumps(monitor)).detectors}
     assert restored["levels"].busy is restored["diurnal"].busy is restored["loss"].busy
+
+
+def test_a_one_way_delay_step_within_the_clocks_error_bound_is_no_latency_shift():
+    """NTP moves a one-way delay by up to the clocks' error estimate (owamp's max-clock-error) with
+    the path unchanged: a 1.3 ms step under a 1.6 ms bound cannot be told from that; a 3.6 ms step
+    can, and on a path whose clocks report no bound the same 1.3 ms step is a shift as before."""
+    rng = np.random.default_rng(11)
+    onset = T0 + 2 * DAY
+
+    def series(step, bound):
+        return [latency(t, 20 + rng.normal(0, 0.05) + (step if t >= onset else 0), clock_error=bound)
+                for t in latency_times(4)]
+    assert detect(series(1.3, 1.6)) == []
+    found = detect(series(3.6, 1.6))
+    assert [a.kind for a in found] == ["latency_shift"] and found[0].start == onset
+    assert [a.kind for a in detect(series(1.3, None))] == ["latency_shift"]
+
+
+def test_a_real_loss_step_at_the_hours_of_a_burst_the_day_before_is_not_held():
+    """A 3-hour burst of cross traffic (1 % loss) one morning, and the next morning a 0.08 % step
+    from 03:00 (the burst's hours, give or take two): the step is spread over hours that were clean
+    the day before, so no daily pattern explains it; it opens when it would on any path."""
+    rng = np.random.default_rng(12)
+    burst = (T0 + 3 * DAY + 5 * HOUR, T0 + 3 * DAY + 8 * HOUR)
+    onset = T0 + 4 * DAY + 3 * HOUR
+
+    def rate(t):
+        return 1e-2 if burst[0] <= t < burst[1] else (8e-4 if t >= onset else 4e-5)
+    found = detect([latency(t, 20.0, lost=int(rng.binomial(6000, rate(t)))) for t in latency_times(6)])
+    steps = [a for a in found if a.kind == "loss_step"]
+    assert len(steps) == 1 and abs(steps[0].start - onset) <= HOUR and steps[0].detected_at - onset <= 7 * HOUR
+
+
+def test_a_window_limited_path_behind_a_standing_queue_stays_one_window_limit():
+    """An untuned host (W = 256 KiB) behind a queue that doubles the RTT every evening: the rate
+    W/RTT halves and comes back daily, every run still moving its whole window. One window_limited,
+    open throughout, not closed and reopened as the rate comes back."""
+    rng = np.random.default_rng(13)
+    runs = []
+    for t, _ in throughput_series(rng, 8):
+        hour = (t % DAY) / HOUR
+        rtt = 16.0 * (2.0 if 19 <= hour < 24 else 1.0)
+        runs.append(limited(t, rng, window=2**18, rtt_ms=rtt))
+    found = [a for a in detect(runs, config=None) if a.kind in ("window_limited", "throughput_drop")]
+    assert [a.kind for a in found] == ["window_limited"] and found[0].end is None
+    assert found[0].detected_at - runs[0].t <= DAY

@@ -301,6 +301,17 @@ def _beside_degraded(runs: list[tuple[float, bool, float, int]]) -> list[float]:
     return [runs[j][2] for j in sorted(beside)]
 
 
+def _more_lost_than(hours: list[tuple[tuple[int, int, int], float]], alpha: float) -> bool:
+    """Whether the bins of ``hours`` (each with the loss rate it is allowed) lost significantly more
+    than their allowed rates explain (Poisson test at ``alpha``); False for no bins.
+
+    >>> _more_lost_than([((0, 40, 10000), 1e-3), ((1, 30, 10000), 1e-3)], 1e-6), _more_lost_than([((0, 12, 10000), 1e-3)], 1e-6)
+    (True, False)
+    """
+    lost = sum(b[1] for b, _ in hours)
+    return lost > 0 and poisson_tail_below(lost, sum(b[2] * rate for b, rate in hours), alpha)
+
+
 def _reference_sums(bins: list[tuple[int, int, int]]) -> list[int]:
     """[lost, sent, lost in the hours losing at least 5] summed over ``bins``.
 
@@ -613,13 +624,12 @@ class LossDetector(Detector):
             if not gap or not tail_exceeds(sum(map(_LOST, gap)), sum(map(_SENT, gap)), p0, p.alpha):
                 continue               # no return to the reference between the two
             for shift in range(-slack, slack + 1):          # the same hours, that day's a little earlier or later
-                allowed = [max(p0, p.daily_factor * then[h][1] / then[h][2] if h in then else 0.0)
-                           for h in (b[0] - back + shift for b in after)]
-                clean = [b for b, rate in zip(after, allowed) if rate <= p0]
-                if clean and not tail_exceeds(sum(map(_LOST, clean)), sum(map(_SENT, clean)), p0, p.alpha):
-                    continue           # lossy in hours that were clean that day: not confined to its hours
-                if not poisson_tail_below(lost, sum(b[2] * rate for b, rate in zip(after, allowed)), p.alpha):
-                    return True        # no more than that day's same hours lost (give or take daily_factor)
+                rates = [then[h][1] / then[h][2] if h in then else 0.0 for h in (b[0] - back + shift for b in after)]
+                # no more lost than those hours did that day (give or take daily_factor), neither in the
+                # hours that were lossy then nor, apart (a burst's allowance must not cover them), the others
+                if not any(_more_lost_than([(b, max(p0, p.daily_factor * rate)) for b, rate in zip(after, rates)
+                                            if (rate >= bar) is lossy], p.alpha) for lossy in (True, False)):
+                    return True
         return False
 
     def _maybe_recovered(self, bins: list, now: float) -> list[Anomaly]:
