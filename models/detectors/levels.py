@@ -174,6 +174,9 @@ class _Daily:
         spans = self.spans
         if spans and spans[-1][2] == direction and start - spans[-1][1] <= p.daily_slack_s:
             start = spans.pop()[0]
+        horizon = start - p.daily_days * DAY - p.daily_return_s - p.daily_slack_s
+        while spans and spans[0][1] < horizon:
+            spans.popleft()                 # (too old to explain anything from now on)
         if end - start <= p.daily_return_s:
             spans.append((start, end, direction))
 
