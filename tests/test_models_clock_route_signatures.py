@@ -195,6 +195,63 @@ def test_a_one_way_delay_step_without_the_rtt_does_not_confirm_a_detour_at_once(
         assert [a.detected_at for a in found] == expected
 
 
+def _queue_ramp(t: float) -> float:
+    """A standing queue's floor: +3 ms/h from 16 h to 20 h (UTC), draining by 22 h30, every day."""
+    h = (t % DAY) / HOUR
+    return float(np.clip(min(3.0 * (h - 16.0), 4.8 * (22.5 - h)), 0.0, 12.0))
+
+
+def test_a_detour_while_a_standing_queue_fills_is_no_route_change():
+    """The floor ramps 0.5 ms between samples while the queue fills; one trace on a detour in the
+    middle of it (its RTT up with the queue) is a blip: the ramp moved as much between every two samples."""
+    rng = np.random.default_rng(175)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    blip = float(times[int((2 * DAY + 18.5 * HOUR) / 1200.0)])
+    owd = [latency(float(t), float(12.0 + _queue_ramp(t) + rng.normal(0, 0.02))) for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    traces = [trace(float(t), B if t == blip else A, rtt=float(22.0 + _queue_ramp(t) + abs(rng.normal(0, 0.05))))
+              for t in times]
+    assert of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change") == []
+
+
+def test_a_route_change_while_a_standing_queue_drains_is_found_on_its_first_trace():
+    """The floor falls 0.8 ms between samples as the queue drains; the route then adds 5 ms one way
+    and 7 ms round trip: the jump stands out of the drain, so the first trace on the new route confirms it."""
+    rng = np.random.default_rng(176)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    change_t = float(times[int((2 * DAY + 21 * HOUR) / 1200.0)])
+    owd = [latency(float(t), float(12.0 + _queue_ramp(t) + (5.0 if t >= change_t - 300 else 0.0) + rng.normal(0, 0.02)))
+           for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    traces = [trace(float(t), B if t >= change_t else A,
+                    rtt=float(22.0 + _queue_ramp(t) + (7.0 if t >= change_t else 0.0) + abs(rng.normal(0, 0.05))))
+              for t in times]
+    found = of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change")
+    assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == change_t
+
+
+def test_route_state_pickled_before_jumps_and_rtt_follows_restores():
+    """A route detector pickled before its one-way delay series, trace times and candidate RTT were
+    kept restores, and a change with a delay jump and the RTT is still found on its first trace."""
+    import pickle
+
+    from pathwatch.models.detectors.route import RouteDetector
+
+    detector = RouteDetector("a", "b")
+    for i in range(200):
+        detector.observe(latency(T0 + 600 * i, 10.0))
+        if i % 2 == 0:
+            detector.observe(trace(T0 + 600 * i + 1, A))
+    old = {k: v for k, v in detector.__dict__.items() if k not in ("owd_series", "trace_t", "pending_t", "pending_rtt")}
+    restored = pickle.loads(pickle.dumps(RouteDetector.__new__(RouteDetector)))
+    restored.__setstate__(old)
+    assert len(restored.owd_series) == 0 and restored.trace_t is None and restored.pending_rtt is None
+    t = T0 + 600 * 200
+    assert restored.observe(trace(t + 1, A)) == []
+    restored.observe(latency(t + 300, 10.0))
+    restored.observe(latency(t + 600, 13.0))
+    found = restored.observe(trace(t + 1201, B, rtt=26.0))
+    assert [a.kind for a in found] == ["route_change"]
+
+
 def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
     from pathwatch.models.detectors.route import RouteParams, run_chance
 

@@ -147,7 +147,7 @@ def test_route_state_pickled_before_fresh_steps_restores():
     assert restored.owd_at_trace is None and restored.needs == {} and restored.quiet_before
     step_t = T0 + 600 * 200
     restored.observe(latency(step_t, 13.0))
-    found = restored.observe(trace(step_t + 60, ["10.0.0.1", "10.0.1.1", "198.51.100.1", "10.9.0.1"]))
+    found = restored.observe(trace(step_t + 60, ["10.0.0.1", "10.0.1.1", "198.51.100.1", "10.9.0.1"], rtt=26.0))
     assert [a.kind for a in found] == ["route_change"]
 
 

@@ -12,17 +12,21 @@ the samples before the trace or the first one after it) and, when the trace reac
 destination, its RTT moved the same way by ``rtt_follow_share`` of that step at least (a route
 lengthens the round trip as much as the one way; an NTP correction moves the one-way delay
 alone, and the RTT not at all), or the trace's own RTT steps onto a new AS — otherwise when the
-new route persists: on the next trace (of any tool) when the
-candidate came with a new AS or an RTT step, on the next two without either (two independent
-one-off detours onto the same backup path look like one trace after another). A trace of any
+new route persists: on the next trace (of any tool) when the candidate came with a new AS or an
+RTT step, on the next two without either (two independent one-off detours onto the same backup
+path look like one trace after another). A trace of any
 tool on a known route in between makes the candidate a blip. So a path that alternates among
 known variants, or blips and comes back, stays quiet.
 
-A step counts when it is larger than ``owd_step_ms`` (one-way delay) or ``rtt_step_ms`` (a
-trace's RTT) and than ``step_sigmas`` robust standard deviations (scaled MAD) of its baseline,
-and when it is *fresh*: the one-way delay and the trace RTT at the path's previous trace were
-still at their baselines, so the step happened between the two traces, with the route change —
-not hours before (a latency shift of its own, or a route change already settled).
+A one-way delay step is a jump between two consecutive samples since the previous trace (for
+a step seen with the candidate trace) or since the candidate trace (in the samples after it), so
+it happened with the route change, not hours before (a latency shift of its own, a route change
+already settled); a trace RTT step is measured from the median RTT of the last three traces on
+known routes. A step counts when it is larger than ``owd_step_ms`` (one-way delay) or
+``rtt_step_ms`` (a trace's RTT) and than ``step_sigmas`` times the series' noise from one sample
+to the next (:func:`step_noise`): a level that wanders or ramps, as a standing queue's floor
+does over the busy hours, moves as much between every two samples, so it neither hides a
+route's jump nor makes one.
 
 A new router that never answers leaves no new address: the trace keeps every answering hop of
 the route in use and is silent at a TTL where that route answers. A router that skips an answer
@@ -52,10 +56,9 @@ that stops where the path MTU dropped is left to the MTU detector.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, fields
-
-from scipy.stats import median_abs_deviation
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
@@ -223,6 +226,26 @@ class _Variant:
         return same_route(self.hops, self.reached, route, reached)
 
 
+def step_noise(values) -> float:
+    """The noise of a series from one value to the next: 1.4826 × the median absolute successive
+    difference / √2, a robust standard deviation of the values that a slowly wandering level does
+    not inflate, and that a ramp raises to its own move per step.
+
+    >>> round(step_noise([1.0, 1.2, 0.9, 1.1, 1.0, 1.3, 0.8]), 2), round(step_noise([1.0, 2.0, 3.0, 4.0]), 2)
+    (0.26, 1.05)
+    """
+    values = list(values)
+    if len(values) < 2:
+        return 0.0
+    return 1.4826 * median([abs(b - a) for a, b in zip(values, values[1:])]) / math.sqrt(2)
+
+
+def _latest_level(values) -> float:
+    """The level of a series' latest values: the median of its last three."""
+    values = list(values)
+    return median(values[-3:])
+
+
 def _last_seen(variant: _Variant) -> float:
     return variant.last
 
@@ -273,14 +296,17 @@ class RouteDetector(Detector):
         self.tools: dict[str, _ToolRoutes] = {}
         self.rtts: deque[float] = deque(maxlen=24)      # last-hop RTTs of reached traces on known routes
         self.delays: deque[float] = deque(maxlen=36)    # latency minimum delays (baseline)
-        self.recent_delays: deque[float] = deque(maxlen=2)
+        self.recent_delays: deque[float] = deque(maxlen=2)   # (no longer read: kept so that pickled states restore)
+        self.owd_series: deque[tuple[float, float]] = deque(maxlen=48)  # (t, minimum delay) of every usable sample
         self.failures: list[str] = []                    # consecutive failure descriptions
         self.first_failure: float | None = None
         self.pmtu_max: int | None = None
         # What the path looked like at its previous trace (is a step fresh?), and before the pending candidate.
-        self.owd_at_trace: float | None = None
-        self.rtt_at_trace: float | None = None
-        self.quiet_before = True                 # ... the pending candidate's previous trace was at the baselines
+        self.owd_at_trace: float | None = None   # (no longer read: kept, with rtt_at_trace and quiet_before,
+        self.rtt_at_trace: float | None = None   # so that pickled states restore)
+        self.quiet_before = True
+        self.trace_t: float | None = None        # the time of the path's latest trace (any tool)
+        self.pending_t: float | None = None      # the time of the trace that made the pending candidate
         self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
         self.pending_rtt: float | None = None    # the last-hop RTT of the trace that made the pending candidate
 
@@ -293,6 +319,8 @@ class RouteDetector(Detector):
             self.quiet_before, self.needs = True, {}
         if "pending_rtt" not in state:    # ... or the RTT had to follow them
             self.pending_rtt = None
+        if "owd_series" not in state:     # ... or steps were jumps between samples
+            self.owd_series, self.trace_t, self.pending_t = deque(maxlen=48), None, None
         p = self.p
         if "rtt_step_rel" in vars(p):      # parameters of that layout: rtt_step_ms then meant both floors
             names = {f.name for f in fields(RouteParams)}
@@ -318,13 +346,13 @@ class RouteDetector(Detector):
         delay = obs.delay_min_ms
         clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
-            self.recent_delays.append(delay)
+            self.owd_series.append((obs.t, delay))
             pending = None                       # the first tool with a pending candidate route
             for tool in self.tools.values():
                 if tool.candidate is not None:
                     pending = tool
                     break
-            step = self._owd_step(self.quiet_before) if pending is not None else None
+            step = self._owd_step(self.pending_t) if pending is not None else None
             if step is not None and self._rtt_follows(step, self.pending_rtt):
                 # The delay step arrived after the candidate trace: it confirms the change now,
                 # before the next trace.
@@ -381,14 +409,10 @@ class RouteDetector(Detector):
             if not now - variant.last <= forget_s:
                 self._forget(tool, now)
                 break
-        owd_before, rtt_before = self.owd_at_trace, self.rtt_at_trace
-        if self.recent_delays:
-            self.owd_at_trace = self.recent_delays[-1]
-        if reached and obs.last_rtt_ms is not None:
-            self.rtt_at_trace = obs.last_rtt_ms
+        owd_before, self.trace_t = self.trace_t, obs.t      # (the previous trace's time)
         if obs.min_hop_mtu is not None and self._mtu_cut(obs):
             return out                  # tracepath re-probing under an MTU drop is not a new route
-        out += self._route(obs, tool, owd_before, rtt_before)
+        out += self._route(obs, tool, owd_before)
         return out
 
     def _mtu_cut(self, obs: TraceObs) -> bool:
@@ -419,8 +443,7 @@ class RouteDetector(Detector):
         # a route in use for longer than forget_s is remembered as long as it was in use
         tool.known = [v for v in tool.known if now - v.last <= max(forget_s, min(v.last - v.first, most))]
 
-    def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None,
-               rtt_before: float | None = None) -> list[Anomaly]:
+    def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None) -> list[Anomaly]:
         out: list[Anomaly] = []
         route = obs.hops
         if route and route[-1] is None:
@@ -473,14 +496,14 @@ class RouteDetector(Detector):
             return out
         tool.candidate = _Variant(obs)
         self.pending_rtt = obs.last_rtt_ms if reached else None
-        quiet = self.quiet_before = self._quiet(owd_before, rtt_before)
+        self.pending_t = obs.t
         # One trace is enough only when an independent measurement agrees: the one-way delay of
-        # the latency tests stepped at the same time, or the trace's RTT stepped onto a new AS.
+        # the latency tests stepped since the previous trace, or the trace's RTT stepped onto a new AS.
         # Otherwise the new route must persist: two traces with a new AS or an RTT step, three without.
-        owd_step = self._owd_step(quiet)
+        owd_step = self._owd_step(owd_before)
         if owd_step is not None and self._rtt_follows(owd_step, self.pending_rtt):
             return out + self._start_change(obs.t, tool, f"confirmed by a one-way delay step of {owd_step:+.1f} ms", owd_step)
-        rtt_step = self._trace_rtt_step(obs, quiet)
+        rtt_step = self._trace_rtt_step(obs)
         new_as = self._new_as(obs, tool)
         if rtt_step is not None and new_as:
             return out + self._start_change(obs.t, tool, f"confirmed by a new AS and an RTT step of {rtt_step:+.1f} ms", rtt_step)
@@ -538,36 +561,50 @@ class RouteDetector(Detector):
         missed = silence.misses.get(ttl, 0)
         return self._start_change(
             obs.t, tool, f"hop {ttl} silent on {length} traces in a row (it skipped {missed} of "
-                         f"{traces - length + 1} answers before: chance {chance:.0e})", self._rtt_step(obs))
+                         f"{traces - length + 1} answers before: chance {chance:.0e})", self._trace_rtt_step(obs))
 
-    def _step(self, values, latest: float, floor: float) -> float | None:
-        """``latest`` − the median of ``values`` when it exceeds ``floor`` and ``step_sigmas`` robust
-        standard deviations (scaled MAD) of ``values``."""
-        step = latest - median(values)
+    def _step(self, values, latest: float, reference: float, floor: float) -> float | None:
+        """``latest`` − ``reference`` when it exceeds ``floor`` and ``step_sigmas`` times the noise of
+        ``values`` from one sample to the next (:func:`step_noise`: a level that wanders slowly, as
+        a standing queue's floor does, is not noise)."""
+        step = latest - reference
         if abs(step) < floor:
             return None
-        spread = float(median_abs_deviation(values, scale="normal"))
-        return step if abs(step) >= max(floor, self.p.step_sigmas * spread) else None
+        return step if abs(step) >= max(floor, self.p.step_sigmas * step_noise(values)) else None
 
-    def _quiet(self, owd_before: float | None, rtt_before: float | None) -> bool:
-        """Whether the path was at its delay baselines at the previous trace, so a step now is fresh."""
-        if (owd_before is not None and len(self.delays) >= 6
-                and self._step(self.delays, owd_before, self.p.owd_step_ms) is not None):
-            return False
-        return not (rtt_before is not None and len(self.rtts) >= 3
-                    and self._step(self.rtts, rtt_before, self.p.rtt_step_ms) is not None)
-
-    def _trace_rtt_step(self, obs: TraceObs, fresh: bool = True) -> float | None:
-        """The step of the trace's last-hop RTT against the known routes' RTTs, if big enough (and ``fresh``)."""
-        if not fresh or not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
+    def _trace_rtt_step(self, obs: TraceObs) -> float | None:
+        """The step of the trace's last-hop RTT from the level of the latest traces on known routes, if big enough."""
+        if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
             return None
-        return self._step(self.rtts, obs.last_rtt_ms, self.p.rtt_step_ms)
+        return self._step(self.rtts, obs.last_rtt_ms, _latest_level(self.rtts), self.p.rtt_step_ms)
 
-    def _owd_step(self, fresh: bool = True) -> float | None:
-        """The step of the latest latency tests' minimum delay against their baseline, if big enough (and ``fresh``)."""
-        if not fresh or len(self.recent_delays) < 1 or len(self.delays) < 6:
+    def _owd_step(self, since: float | None) -> float | None:
+        """The one-way delay's step since ``since`` (a trace's time), if it jumped and is big enough.
+
+        The jump is the largest move between two consecutive samples from the last one before
+        ``since`` on; it must exceed ``owd_step_ms`` and ``step_sigmas`` times the noise of the
+        samples before it (:func:`step_noise`), and the latest sample must still be that far from
+        the level before the jump (the median of up to three samples), the same way. A level that
+        wanders or ramps (a standing queue filling or draining) moves about as much between every
+        two samples, so no move stands out; a route's change jumps once.
+        """
+        series = self.owd_series
+        if since is None or len(self.delays) < 6 or len(series) < 2:
             return None
-        return self._step(self.delays, self.recent_delays[-1], self.p.owd_step_ms)
+        values = [v for _, v in series]
+        first = next((i for i, (t, _) in enumerate(series) if t > since), None)
+        if first is None:
+            return None
+        at = max(range(max(1, first), len(values)), key=lambda k: abs(values[k] - values[k - 1]))
+        jump = values[at] - values[at - 1]
+        step = values[-1] - median(values[max(0, at - 3):at])
+        floor = self.p.owd_step_ms
+        if abs(jump) < floor or abs(step) < floor or jump * step <= 0:
+            return None
+        before = values[max(0, at - 13):at]
+        noise = step_noise(before) if len(before) >= 6 else step_noise(self.delays)
+        least = max(floor, self.p.step_sigmas * noise)
+        return step if abs(jump) >= least and abs(step) >= least else None
 
     def _rtt_follows(self, owd_step: float, rtt: float | None) -> bool:
         """Whether the candidate trace's RTT (when it reached) moved with a one-way delay step: the same
@@ -575,12 +612,12 @@ class RouteDetector(Detector):
         the round trip as much; a clock correction (NTP) moves the one-way delay alone."""
         if rtt is None or len(self.rtts) < 3:
             return True
-        move = rtt - median(self.rtts)
+        move = rtt - _latest_level(self.rtts)
         return move * owd_step > 0 and abs(move) >= self.p.rtt_follow_share * abs(owd_step)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
         """The RTT or OWD step that coincides with a change, for the evidence."""
-        owd = self._owd_step()
+        owd = self._owd_step(self.pending_t)
         return owd if owd is not None else self._trace_rtt_step(obs)
 
     def _new_as(self, obs: TraceObs, tool: _ToolRoutes) -> bool:
