@@ -87,21 +87,23 @@ class ClockDetector(Detector):
         self.good = 0
         self.first_bad: float | None = None
         self.facts: dict = {}
-        # Per floor sample: (lost, sent, median − min, p95 − min), for the load checks.
+        # Per floor sample: (lost, sent, median delay, p95 delay), for the load checks.
         self.floor_load: deque[tuple] = deque()
         # Per bin_s of the last reference_s: [bin number, lost, sent, lowest floor].
         self.bins: deque[list] = deque()
         # Reached traces: (t, last-hop RTT, the latest floor at the time or None).
         self.traces: deque[tuple] = deque(maxlen=self.p.traces_kept)
-        self.last_floor: tuple[float, float] | None = None   # (t, delay) of the latest floor sample
+        self.settled_for: tuple | None = None    # (first bad sample's time, the settled floor before it)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "floor_load" not in state:      # pickled before drifts had to be unexplained by load
             self.floor, self.floor_values = deque(self.floor), deque(self.floor_values)
             self.floor_load = deque((0, 0, None, None) for _ in self.floor)
-            self.bins, self.last_floor = deque(), None
+            self.bins = deque()
             self.traces = deque(maxlen=ClockParams.traces_kept)
+        if "settled_for" not in state:
+            self.settled_for = None
         if "floor_values" not in state:    # pickled before the floor's delays were kept apart
             self.floor_values = deque((v for _, v in self.floor), maxlen=self.floor.maxlen)
         if "floor_bounds" not in state:    # ... or their bounds
@@ -118,7 +120,7 @@ class ClockDetector(Detector):
     def _trace(self, obs: TraceObs) -> list[Anomaly]:
         """Keep the RTT of traces that reached the destination, with the floor at the time."""
         if obs.ok and obs.reached and obs.last_rtt_ms is not None:
-            last = self.last_floor
+            last = self.floor[-1] if self.floor else None     # (t, delay) of the latest floor sample
             floor = last[1] if last is not None and obs.t - last[0] <= 3600.0 else None
             self.traces.append((obs.t, obs.last_rtt_ms, floor))
         return []
@@ -140,9 +142,7 @@ class ClockDetector(Detector):
             floor, values, load = self.floor, self.floor_values, self.floor_load
             floor.append((t, delay))
             values.append(delay)
-            middle, p95 = obs.delay_median_ms, obs.delay_p95_ms
-            load.append((obs.lost, obs.sent, None if middle is None else middle - delay,
-                         None if p95 is None else p95 - delay))
+            load.append((obs.lost, obs.sent, obs.delay_median_ms, obs.delay_p95_ms))
             if len(floor) > p.drift_window:
                 oldest = t - p.drift_span_s
                 while len(floor) > p.drift_window and floor[0][0] < oldest:
@@ -152,7 +152,6 @@ class ClockDetector(Detector):
             low, high = self.floor_bounds
             if not low <= delay <= high:
                 self.floor_bounds = _widened(self.floor_bounds, delay)
-            self.last_floor = (t, delay)
             number = int(t // p.bin_s)
             bins = self.bins
             if bins and bins[-1][0] == number:
@@ -195,7 +194,10 @@ class ClockDetector(Detector):
                 self.facts["reasons"].append(reason)
         self.facts.update({"delay_min_ms": obs.delay_min_ms, "max_clock_error_ms": obs.clock_error_ms,
                            "synchronized": obs.synchronized})
-        settled = self._settled(self.first_bad)
+        kept = self.settled_for
+        if kept is None or kept[0] != self.first_bad:      # (once per run of bad samples)
+            kept = self.settled_for = (self.first_bad, self._settled(self.first_bad))
+        settled = kept[1]
         if settled is not None and math.isfinite(obs.delay_min_ms - settled):
             self.facts["offset_ms"] = round(obs.delay_min_ms - settled, 3)
         if sum(self.recent) < self.p.bad_needed:
@@ -290,11 +292,11 @@ class ClockDetector(Detector):
 
     def _queue_grew(self, slope: float) -> str | None:
         """The spread above the floor larger at the window's higher floor: the queue grew with it."""
-        load = list(self.floor_load)
+        load, values = list(self.floor_load), list(self.floor_values)
         low, high = self._halves()
-        for column in (2, 3):
-            below = [load[i][column] for i in low if load[i][column] is not None]
-            above = [load[i][column] for i in high if load[i][column] is not None]
+        for column in (2, 3):        # median − min, p95 − min
+            below = [load[i][column] - values[i] for i in low if load[i][column] is not None]
+            above = [load[i][column] - values[i] for i in high if load[i][column] is not None]
             if len(below) >= 3 and len(above) >= 3 and median(above) - median(below) >= self.p.spread_resolution_ms:
                 if mannwhitney_pvalue(above, below, "greater", self.p.load_alpha) < self.p.load_alpha:
                     return "queueing above the floor grew with it"
