@@ -4,10 +4,11 @@ A one-way delay sample is bad when its minimum is negative, when it is absurd (b
 ``absurd_ms``), when the tool says the clocks are unsynchronised, or when its reported maximum
 clock error exceeds ``max_error_ms`` (WLCG flags corrections over 100 ms). The delay floor may
 also drift: a steady Theil–Sen slope of the minimum delay over ``drift_window`` samples (and at
-least ``drift_span_s``) is a clock running away only when nothing but a clock explains it. A floor that moved in one jump
-(more than ``drift_jump_share`` of its whole move between two samples: a clock stepped back into
-sync, a route changed) is a step, not a drift. A clock offset shifts every packet of a sample by
-the same amount and touches nothing else, so a drifting floor is *load*, not a clock, when
+least ``drift_span_s``) is a clock running away only when nothing but a clock explains it. A
+floor that moved in one jump (more than ``drift_jump_share`` of its whole move between two
+samples: a clock stepped back into sync, a route changed) is a step, not a drift. A clock offset
+shifts every packet of a sample by the same amount and touches nothing else, so a drifting floor
+is *load*, not a clock, when
 
 - loss rose with it: the window's loss is significantly (``load_alpha``) above the path's loss
   of the last ``reference_s``, or its higher-floor samples lose significantly more than its lower;
@@ -17,11 +18,12 @@ the same amount and touches nothing else, so a drifting floor is *load*, not a c
 - the path's RTT moved with it: traces that reached the destination, at the lowest and the
   highest floor seen around the window, differ by at least ``rtt_follow_share`` of the floor's
   difference (a clock leaves the RTT alone: it adds to one direction what it takes from the other);
-- it is a return: the floor falls back towards the path's settled floor (the lowest floor of the last
-  ``reference_s``, kept per ``bin_s``) without going below it, after having been there
+- it is a return: the floor falls back towards the path's settled floor (the lowest floor of the
+  last ``reference_s``, kept per ``bin_s``) without going below it, after having been there
   within the last day;
-- it is the time of day: at the same time a day or two earlier the floor stood at least ``tod_share``
-  as far above the settled floor, and it came back to it in between (a clock's offset does not).
+- it is the time of day: at the same time a day or two earlier the floor stood at least
+  ``tod_share`` as far above the settled floor, and it came back to it in between (a clock's
+  offset does not).
 
 ``bad_needed`` bad samples among the last ``bad_window`` open the anomaly; ``good_needed`` good
 ones in a row close it. The evidence carries the signed drift (``drift_ms_per_h``) and the signed
@@ -67,7 +69,8 @@ class ClockParams(Params):
     rtt_follow_share: float = 0.5   # the RTT moved at least this share of the floor's move: the path, not a clock
     return_ms: float = 1.0          # a floor within this of a level is back at it
     tod_share: float = 0.5          # the same time a day earlier the floor stood at least this share as high
-    traces_kept: int = 48           # reached traces' RTTs kept for the RTT check
+    traces_kept: int = 48           # reached traces' RTTs kept for the RTT check ...
+    trace_floor_s: float = 3600.0   # ... each with the latest floor sample, when no older than this
 
 
 class ClockDetector(Detector):
@@ -121,7 +124,7 @@ class ClockDetector(Detector):
         """Keep the RTT of traces that reached the destination, with the floor at the time."""
         if obs.ok and obs.reached and obs.last_rtt_ms is not None:
             last = self.floor[-1] if self.floor else None     # (t, delay) of the latest floor sample
-            floor = last[1] if last is not None and obs.t - last[0] <= 3600.0 else None
+            floor = last[1] if last is not None and obs.t - last[0] <= self.p.trace_floor_s else None
             self.traces.append((obs.t, obs.last_rtt_ms, floor))
         return []
 
