@@ -9,6 +9,7 @@ diurnal detectors run (the clock detector's reading of the same floor is another
 
 from __future__ import annotations
 
+import math
 import pickle
 from dataclasses import replace
 
@@ -235,3 +236,28 @@ def test_a_window_limited_path_behind_a_standing_queue_stays_one_window_limit():
     found = [a for a in detect(runs, config=None) if a.kind in ("window_limited", "throughput_drop")]
     assert [a.kind for a in found] == ["window_limited"] and found[0].end is None
     assert found[0].detected_at - runs[0].t <= DAY
+
+
+def test_a_step_far_beyond_the_daily_rise_is_a_shift_at_once_even_in_the_busy_hours():
+    """A 30 ms route step at 15:00 on day 4, inside the hours the floor rises 10-15 ms every day:
+    more than twice the size of any day's rise, so no daily pattern explains it: found within the
+    hour (dated from the busy-hour rise it began within at the earliest)."""
+    onset = T0 + 4 * DAY + 15 * HOUR
+    found = detect(standing_queue(np.random.default_rng(14), shift=(onset, 30.0)))
+    late = [a for a in found if a.kind == "latency_shift" and a.detected_at >= T0 + DAY]
+    assert len(late) == 1 and onset - 3 * HOUR <= late[0].start <= onset + 20 * 60
+    assert late[0].detected_at - onset <= HOUR
+
+
+def test_a_floor_falling_back_after_its_baseline_followed_it_up_is_no_shift_down():
+    """A standing queue that lifts the floor 3 ms in a slow daily swell (Gaussian, 3 h wide): the
+    baseline follows it up, and as the queue drains the floor falls back below that baseline, to
+    where it was that morning: the path's own floor, not a shift down (the old code raised one
+    every evening, each lasting until the next swell)."""
+    rng = np.random.default_rng(15)
+
+    def floor(t):
+        return 20.0 + 3.0 * math.exp(-0.5 * (((t % DAY) / HOUR - 17) / 3.0) ** 2)
+    found = detect([latency(t, floor(t) + rng.normal(0, 0.05)) for t in latency_times(6)])
+    assert not [a for a in found if a.evidence["step_ms"] < 0]
+    assert len(found) <= 1          # the first time a swell rises above the baseline, nothing is known yet

@@ -29,6 +29,7 @@ max-clock-error) is not a shift: NTP moves a one-way delay that much with the pa
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from itertools import repeat
@@ -69,6 +70,8 @@ class LevelParams(Params):
     daily_return_s: float = 22 * 3600.0  # a change back within this long (within the day) that recurs ...
     daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
+    daily_factor: float = 2.0            # ... when no more than this many times that change's size
+    delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
     stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
@@ -153,39 +156,49 @@ class _Daily:
 
     >>> p = LevelParams()
     >>> daily = _Daily()
-    >>> daily.record(13 * 3600.0, 18 * 3600.0, 1, p)
-    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p), daily.explains(DAY + 13.5 * 3600, DAY + 23 * 3600, 1, p)
+    >>> daily.record(13 * 3600.0, 18 * 3600.0, 1, p, size=12.0)
+    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p, 14.0), daily.explains(DAY + 13.5 * 3600, DAY + 23 * 3600, 1, p, 14.0)
     (True, False)
+    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p, 30.0)   # far more than that day's: not its pattern
+    False
     """
 
     __slots__ = ("spans",)
 
     def __init__(self) -> None:
-        self.spans: deque[tuple[float, float, int]] = deque(maxlen=32)
+        self.spans: deque[tuple[float, float, int, float]] = deque(maxlen=32)   # (start, end, direction, size)
 
     def __getstate__(self):
         return (list(self.spans),)
 
     def __setstate__(self, state) -> None:
-        self.spans = deque(state[0], maxlen=32)
+        # (spans pickled before their size was kept: of any size)
+        self.spans = deque(((*span, math.inf)[:4] for span in state[0]), maxlen=32)
 
-    def record(self, start: float, end: float, direction: int, p: LevelParams) -> None:
-        """Keep a change that came back at ``end`` (one within ``daily_slack_s`` of the last joins it)."""
+    def record(self, start: float, end: float, direction: int, p: LevelParams, size: float = math.inf) -> None:
+        """Keep a change of ``size`` that came back at ``end`` (one within ``daily_slack_s`` of the last joins it)."""
         spans = self.spans
         if spans and spans[-1][2] == direction and start - spans[-1][1] <= p.daily_slack_s:
-            start = spans.pop()[0]
+            joined = spans.pop()
+            start, size = joined[0], max(size, joined[3])
         horizon = start - p.daily_days * DAY - p.daily_return_s - p.daily_slack_s
         while spans and spans[0][1] < horizon:
             spans.popleft()                 # (too old to explain anything from now on)
         if end - start <= p.daily_return_s:
-            spans.append((start, end, direction))
+            spans.append((start, end, direction, size))
 
-    def explains(self, start: float, now: float, direction: int, p: LevelParams) -> bool:
-        """Whether a change from ``start`` to ``now`` stays within the hours (± ``daily_slack_s``) a
-        change in the same direction that came back covered on one of the ``daily_days`` days before."""
+    def largest(self, direction: int) -> float:
+        """The largest change kept in ``direction`` (inf when none is: no size to go by)."""
+        return max((span[3] for span in self.spans if span[2] == direction), default=math.inf)
+
+    def explains(self, start: float, now: float, direction: int, p: LevelParams, size: float = 0.0) -> bool:
+        """Whether a change from ``start`` to ``now``, now of ``size``, stays within the hours (±
+        ``daily_slack_s``) a change in the same direction that came back covered on one of the
+        ``daily_days`` days before, and within ``daily_factor`` times its size (a load varies from
+        day to day; a step far beyond it is something else)."""
         slack = p.daily_slack_s
-        for first, last, towards in self.spans:
-            if towards == direction:
+        for first, last, towards, then in self.spans:
+            if towards == direction and size <= p.daily_factor * then:
                 for days in range(1, p.daily_days + 1):
                     if first + days * DAY - slack <= start and now <= last + days * DAY + slack:
                         return True
@@ -211,6 +224,8 @@ class LevelDetector(Detector):
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
+        self.floor_lows: deque[float] = deque()   # the lowest normal delay of each of the last hours ...
+        self.floor_low, self.floor_until = float("inf"), 0.0   # ... and of this one, until this time
         self.busy = BusyHours()       # the path's diurnal saturation's busy hours (shared by the monitor)
         self.dip: list | None = None          # [first run's time, runs] of the runs below the baseline lately
         self.window_streak: deque[ThroughputObs] = deque(maxlen=self.p.window_runs)  # window-bound runs in a row
@@ -225,6 +240,8 @@ class LevelDetector(Detector):
             self.delay_daily, self.tput_daily, self.busy = _Daily(), _Daily(), BusyHours()
             self.delay_held = False
             self.dip = None
+        if "floor_lows" not in state:      # pickled before the recent floor was kept
+            self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
         if "window_streak" not in state:   # pickled before window limits were named from their first runs
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
 
@@ -484,11 +501,15 @@ class LevelDetector(Detector):
         direction = (value > base + threshold) - (value < base - threshold)
         if direction == 0 and not shift.pending and "latency_shift" not in self.episodes:
             shift.add(value)               # the usual sample: at the baseline, nothing pending
+            if value < self.floor_low:
+                self.floor_low = value
+            if obs.t >= self.floor_until:
+                self._floor_hour(obs.t)
             return []
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
             if direction != self.delay_dir:
-                self.delay_daily.record(opened.start, obs.t, self.delay_dir, p)
+                self.delay_daily.record(opened.start, obs.t, self.delay_dir, p, self._pending_size(base))
                 return self._delay_reset(obs.t, "delay returned to its baseline")
             if obs.t - opened.start >= self.p.delay_settle_s and not self.busy.covers(obs.t, obs.t, p.daily_slack_s):
                 # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
@@ -502,7 +523,8 @@ class LevelDetector(Detector):
         if direction == 0 or (shift.pending and direction != self.delay_dir):
             pending = shift.pending
             if len(pending) >= p.delay_runs and pending[-1][0] - pending[0][0] >= p.delay_span_s:
-                self.delay_daily.record(pending[0][0], obs.t, self.delay_dir, p)   # (one that came back)
+                self.delay_daily.record(pending[0][0], obs.t, self.delay_dir, p, self._pending_size(base))   # (came back)
+                self._floor_forgotten()
             pending.clear()
             self.delay_held = False
             if direction == 0:
@@ -513,14 +535,24 @@ class LevelDetector(Detector):
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
             return []
-        if self.delay_daily.explains(first_t, obs.t, direction, p) or (
-                direction > 0 and self.busy.covers(first_t, obs.t, p.daily_slack_s)):
+        size = abs(value - base)
+        if self.delay_daily.explains(first_t, obs.t, direction, p, size) or (
+                direction > 0 and self.busy.covers(first_t, obs.t, p.daily_slack_s)
+                and size <= p.daily_factor * self.delay_daily.largest(direction)):
             self.delay_held = True
             return []       # the hours it rose at a day before, come back since, or the busy hours' queue
         if self.delay_held:    # outlasted the daily pattern it began as: the level is what stays after it
             level = median(v for t, v in shift.pending if t >= obs.t - 2 * p.delay_span_s)
         else:
             level = median(v for _, v in shift.pending)
+        if direction < 0 and level >= min(self.floor_low, *self.floor_lows) - threshold:
+            # Down to where its floor was within the last delay_floor_s, its baseline having crept up
+            # since without a step: a queue that drained, the path's own floor, not a shift. The
+            # baseline follows.
+            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+            shift.pending.clear()
+            self.delay_dir, self.delay_held = 0, False
+            return []
         if self.settled_from is not None and abs(level - self.settled_from[0]) <= self.settled_from[1]:
             # Back to the level it had before a shift that settled in: the old normal, not a new shift.
             shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
@@ -528,6 +560,7 @@ class LevelDetector(Detector):
             self.settled_from, self.delay_dir, self.delay_held = None, 0, False
             return []
         shift.frozen = (base, threshold)
+        self._floor_forgotten()
         step = level - base
         what = "one-way delay" if obs.one_way else "RTT"
         return self.open(
@@ -538,6 +571,24 @@ class LevelDetector(Detector):
             evidence={"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
                       "threshold_ms": round(threshold, 3), "samples": len(shift.pending), "one_way": obs.one_way},
         )
+
+    def _pending_size(self, base: float) -> float:
+        """How far the pending delays went from ``base`` at most."""
+        return max(abs(v - base) for _, v in self.delay.pending) if self.delay.pending else 0.0
+
+    def _floor_forgotten(self) -> None:
+        """Forget the recent floor: the delay moved by a step since (a shift, a change that came
+        back), so falling back to it is no longer a queue draining where the baseline crept up."""
+        self.floor_lows.clear()
+        self.floor_low = float("inf")
+
+    def _floor_hour(self, t: float) -> None:
+        """Keep the hour's lowest normal delay among the last ``delay_floor_s`` of them; start the next."""
+        lows = self.floor_lows
+        lows.append(self.floor_low)
+        while len(lows) > self.p.delay_floor_s / 3600.0:
+            lows.popleft()
+        self.floor_low, self.floor_until = float("inf"), (t // 3600.0 + 1) * 3600.0
 
     def _delay_reset(self, t: float, why: str) -> list[Anomaly]:
         self.delay.frozen = None
