@@ -23,7 +23,10 @@ A level shift persists; a load pattern follows the clock. A change that came bac
 ``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
 that stays within those hours of a following day (or within the busy hours of the path's open
 diurnal saturation) is the daily pattern again and is held — opened, from where it began, only
-once it outlasts them. A one-way delay step within the clocks' own error bound (owamp's
+once it outlasts them (when no more than ``daily_factor`` times the size of the change it
+repeats). A floor falling back to its lowest normal level of the last ``delay_floor_s``, its
+baseline having crept up with a swelling queue without a step since, is the queue draining. A
+one-way delay step within the clocks' own error bound (owamp's
 max-clock-error) is not a shift: NTP moves a one-way delay that much with the path unchanged.
 """
 
