@@ -601,8 +601,9 @@ class LossDetector(Detector):
         ``daily_factor`` times what the same hours lost on one of the ``daily_days`` days before
         (those hours shifted by up to ``daily_slack_hours``, all by the same) explains (Poisson test
         at ``alpha``), none significant in hours that were clean that day, that day lossy for more
-        than an hour (a burst is one) and back at the reference ``p0`` in the hours between its loss
-        and today's. A step persists through the night; a busy hour's loss follows the clock. Also
+        than an hour (at ``daily_factor`` times ``p0`` and more, significantly: a burst is one hour)
+        and back near the reference ``p0`` (below ``daily_factor`` times it) in the hours between its
+        loss and today's. A step persists through the night; a busy hour's loss follows the clock. Also
         loss within the busy hours of the path's open diurnal saturation."""
         p = self.p
         if not after or len(after) >= 24:
@@ -616,13 +617,14 @@ class LossDetector(Detector):
             back = 24 * days
             then = {h: b for h in range(first - back - slack, last - back + slack + 1)
                     if (b := by_hour.get(h)) is not None and b[2]}
-            bar = max(p.min_rate, 3 * p0)
-            if sum(1 for b in then.values() if b[1] >= bar * b[2]) < 2:
+            bar = p.daily_factor * p0      # (an hour losing at twice the reference's rate, ...)
+            lossy = [b for b in then.values() if b[1] >= bar * b[2]]
+            if len(lossy) < 2 or tail_exceeds(sum(map(_LOST, lossy)), sum(map(_SENT, lossy)), p0, p.alpha):
                 continue               # not lossy those hours that day (one hour is a burst): nothing to repeat
-            last_lossy = max(h for h, b in then.items() if b[1] >= bar * b[2])
+            last_lossy = lossy[-1][0]
             gap = [by_hour[h] for h in range(last_lossy + slack + 1, first - slack) if h in by_hour]
-            if not gap or not tail_exceeds(sum(map(_LOST, gap)), sum(map(_SENT, gap)), p0, p.alpha):
-                continue               # no return to the reference between the two
+            if not gap or sum(map(_LOST, gap)) >= bar * sum(map(_SENT, gap)):
+                continue               # no return to (near) the reference between the two
             for shift in range(-slack, slack + 1):          # the same hours, that day's a little earlier or later
                 rates = [then[h][1] / then[h][2] if h in then else 0.0 for h in (b[0] - back + shift for b in after)]
                 # no more lost than those hours did that day (give or take daily_factor), neither in the
