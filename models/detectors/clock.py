@@ -82,7 +82,8 @@ class ClockDetector(Detector):
     def __init__(self, source, destination, params=None):
         super().__init__(source, destination, params)
         self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
-        self.floor: deque[tuple[float, float]] = deque()      # (t, delay): drift_window samples, drift_span_s at least
+        # (t, delay, lost, sent, median delay, p95 delay): drift_window samples, drift_span_s at least
+        self.floor: deque[tuple] = deque()
         self.floor_values: deque[float] = deque()             # the floor's delays alone
         # (low, high): no higher than the floor's smallest delay, no lower than its largest (exact
         # after each full look, widened by each new delay), so that high − low bounds its move
@@ -90,27 +91,25 @@ class ClockDetector(Detector):
         self.good = 0
         self.first_bad: float | None = None
         self.facts: dict = {}
-        # Per floor sample: (lost, sent, median delay, p95 delay), for the load checks.
-        self.floor_load: deque[tuple] = deque()
-        # Per bin_s of the last reference_s: [bin number, lost, sent, lowest floor].
+        # Per bin_s of the last reference_s: [bin number, lost, sent, lowest floor], and where the last bin ends.
         self.bins: deque[list] = deque()
+        self.bin_end = -math.inf
         # Reached traces: (t, last-hop RTT, the latest floor at the time or None).
         self.traces: deque[tuple] = deque(maxlen=self.p.traces_kept)
         self.settled_for: tuple | None = None    # (first bad sample's time, the settled floor before it)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if "floor_load" not in state:      # pickled before drifts had to be unexplained by load
-            self.floor, self.floor_values = deque(self.floor), deque(self.floor_values)
-            self.floor_load = deque((0, 0, None, None) for _ in self.floor)
-            self.bins = deque()
-            self.traces = deque(maxlen=ClockParams.traces_kept)
-        if "settled_for" not in state:
-            self.settled_for = None
         if "floor_values" not in state:    # pickled before the floor's delays were kept apart
-            self.floor_values = deque((v for _, v in self.floor), maxlen=self.floor.maxlen)
+            self.floor_values = deque((row[1] for row in self.floor), maxlen=self.floor.maxlen)
         if "floor_bounds" not in state:    # ... or their bounds
             self.floor_bounds = _NO_BOUNDS
+        if "bins" not in state:            # ... or drifts had to be unexplained by load
+            self.floor = deque((row[0], row[1], 0, 0, None, None) for row in self.floor)
+            self.floor_values = deque(self.floor_values)
+            self.bins, self.bin_end = deque(), -math.inf
+            self.traces = deque(maxlen=ClockParams.traces_kept)
+            self.settled_for = None
 
     def handlers(self) -> dict[type, object]:
         return {LatencyObs: self._latency, TraceObs: self._trace}
@@ -123,7 +122,7 @@ class ClockDetector(Detector):
     def _trace(self, obs: TraceObs) -> list[Anomaly]:
         """Keep the RTT of traces that reached the destination, with the floor at the time."""
         if obs.ok and obs.reached and obs.last_rtt_ms is not None:
-            last = self.floor[-1] if self.floor else None     # (t, delay) of the latest floor sample
+            last = self.floor[-1] if self.floor else None     # (t, delay, ...) of the latest floor sample
             floor = last[1] if last is not None and obs.t - last[0] <= self.p.trace_floor_s else None
             self.traces.append((obs.t, obs.last_rtt_ms, floor))
         return []
@@ -142,29 +141,29 @@ class ClockDetector(Detector):
         loss = obs.loss
         if loss is None or loss < 0.5:
             t = obs.t
-            floor, values, load = self.floor, self.floor_values, self.floor_load
-            floor.append((t, delay))
+            floor, values = self.floor, self.floor_values
+            lost, sent = obs.lost, obs.sent
+            floor.append((t, delay, lost, sent, obs.delay_median_ms, obs.delay_p95_ms))
             values.append(delay)
-            load.append((obs.lost, obs.sent, obs.delay_median_ms, obs.delay_p95_ms))
             if len(floor) > p.drift_window:
                 oldest = t - p.drift_span_s
                 while len(floor) > p.drift_window and floor[0][0] < oldest:
                     floor.popleft()
                     values.popleft()
-                    load.popleft()
             low, high = self.floor_bounds
             if not low <= delay <= high:
                 self.floor_bounds = _widened(self.floor_bounds, delay)
-            number = int(t // p.bin_s)
-            bins = self.bins
-            if bins and bins[-1][0] == number:
-                row = bins[-1]
-                row[1] += obs.lost
-                row[2] += obs.sent
+            if t < self.bin_end:            # (observations come in time order: the last bin's)
+                row = self.bins[-1]
+                row[1] += lost
+                row[2] += sent
                 if delay < row[3]:
                     row[3] = delay
             else:
-                bins.append([number, obs.lost, obs.sent, delay])
+                bins = self.bins
+                number = int(t // p.bin_s)
+                bins.append([number, lost, sent, delay])
+                self.bin_end = (number + 1) * p.bin_s
                 oldest = number - p.reference_s / p.bin_s
                 while bins[0][0] < oldest:
                     bins.popleft()
@@ -272,7 +271,7 @@ class ClockDetector(Detector):
     def _loss_rose(self, slope: float) -> str | None:
         """Loss above the path's recent loss, or higher at the window's higher floor: load."""
         alpha = self.p.load_alpha
-        load = list(self.floor_load)
+        load = [row[2:4] for row in self.floor]      # (lost, sent)
         lost = sum(row[0] for row in load)
         sent = sum(row[1] for row in load)
         if lost and sent:
@@ -295,9 +294,9 @@ class ClockDetector(Detector):
 
     def _queue_grew(self, slope: float) -> str | None:
         """The spread above the floor larger at the window's higher floor: the queue grew with it."""
-        load, values = list(self.floor_load), list(self.floor_values)
+        load, values = list(self.floor), list(self.floor_values)
         low, high = self._halves()
-        for column in (2, 3):        # median − min, p95 − min
+        for column in (4, 5):        # median − min, p95 − min
             below = [load[i][column] - values[i] for i in low if load[i][column] is not None]
             above = [load[i][column] - values[i] for i in high if load[i][column] is not None]
             if len(below) >= 3 and len(above) >= 3 and median(above) - median(below) >= self.p.spread_resolution_ms:
