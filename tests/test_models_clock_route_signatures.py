@@ -120,6 +120,29 @@ def test_an_offset_step_and_negative_delays_are_clock_errors_from_the_first_samp
     assert len(found) == 1 and found[0].start == onset and round(found[0].evidence["offset_ms"]) == -60
 
 
+def test_clock_state_pickled_before_the_load_checks_restores():
+    """A clock detector pickled when its floor held (t, delay) pairs and it kept no history, traces
+    or settled floor restores, keeps learning, and still names negative delays."""
+    from collections import deque
+
+    from pathwatch.models.detectors.clock import ClockDetector
+
+    detector = ClockDetector("a", "b")
+    for i in range(30):
+        detector.observe(latency(T0 + 600 * i, 20.0))
+    old = {k: v for k, v in detector.__dict__.items() if k not in ("bins", "bin_end", "traces", "settled_for")}
+    old["floor"] = deque(((row[0], row[1]) for row in detector.floor), maxlen=18)
+    restored = ClockDetector.__new__(ClockDetector)
+    restored.__setstate__(old)
+    assert [row[:2] for row in restored.floor] == [row[:2] for row in detector.floor] and restored.floor.maxlen is None
+    found = []
+    for i in range(30, 60):
+        found += restored.observe(latency(T0 + 600 * i, 20.0 if i < 40 else -30.0))
+        restored.observe(trace(T0 + 600 * i + 60, A))
+    assert [a.kind for a in found] == ["clock_error"] and found[0].start == T0 + 600 * 40
+    assert round(found[0].evidence["offset_ms"]) == -50
+
+
 # ---------------------------------------------------------------- route_change
 def _latency_wobbling_before(rng, traces, wobble_at, days):
     """owamp every 10 min at 20 ms; the sample just before each trace in ``wobble_at`` off by ±1.1 ms."""
