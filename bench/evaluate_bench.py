@@ -21,6 +21,7 @@ import json
 import os
 import tempfile
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -67,8 +68,11 @@ def _worst(rows: list[dict], table: str, kind: str, field: str, *, lowest: bool,
     return {"value": value, "seed": seed}
 
 
-def summarise(labelled: list[dict], benign: list[dict]) -> dict:
-    """The worst-seed summary: per kind over the labelled family, the benign family, the targets."""
+def summarise(labelled: list[dict], benign: list[dict], failed: list[dict] = ()) -> dict:
+    """The worst-seed summary: per kind over the labelled family, the benign family, the targets.
+
+    ``failed``: seeds that could not be scored (a crash); each is a target missed.
+    """
     from pathwatch.evaluation.scorecard import (
         DIURNAL_DAYS, F1_TARGET, FALSE_ALARMS_PER_100_PATH_DAYS, RECALL_TARGET, RISING_LOSS_LIMIT, ROUTE_ALLOWANCE,
         STRICT_FALSE_ALARMS_PER_100_PATH_DAYS,
@@ -136,7 +140,11 @@ def summarise(labelled: list[dict], benign: list[dict]) -> dict:
     if diurnal is not None:
         target("diurnal saturation within 3 days (s)", "diurnal_saturation", diurnal, DIURNAL_DAYS * 86400.0,
                at_least=False)
+    for row in failed:
+        targets.append({"target": "the seed is scored (simulate, detect, score without error)", "kind": ALL,
+                        "worst": row["error"], "seed": row["seed"], "limit": None, "met": False})
     return {"labelled_worst": per_kind, "benign_only_worst": benign_kind, "targets": targets,
+            "failed_seeds": [{"seed": r["seed"], "family": r["family"], "error": r["error"]} for r in failed],
             "targets_missed": [t for t in targets if not t["met"]],
             "all_targets_met": all(t["met"] for t in targets)}
 
@@ -165,7 +173,14 @@ def main() -> None:
                    for seed, benign in jobs}
         for done, future in enumerate(as_completed(futures), start=1):
             seed, benign = futures[future]
-            row = rows[(seed, benign)] = future.result()
+            try:
+                row = rows[(seed, benign)] = future.result()
+            except Exception as error:  # noqa: BLE001 - a seed that cannot be scored is a result too
+                rows[(seed, benign)] = {"seed": seed, "family": "benign-only" if benign else "labelled",
+                                        "error": f"{type(error).__name__}: {error}",
+                                        "traceback": traceback.format_exception(error)[-4:]}
+                console.print(f"[{done}/{len(jobs)}] seed {seed} FAILED: {type(error).__name__}: {error}", markup=False)
+                continue
             grouped = row["ours_grouped"][ALL]
             console.print(f"[{done}/{len(jobs)}] seed {seed} ({'benign-only' if benign else 'labelled'}) in "
                           f"{row['seconds']:.0f} s: {row['anomalies']} anomalies in {row['incidents']} incidents, "
@@ -173,12 +188,13 @@ def main() -> None:
                           f"strict {row['ours_strict'][ALL]['false_alarms_per_100_path_days'] or 0:.2f}, "
                           f"{len(row['missed_targets'])} targets missed "
                           f"({time.monotonic() - began:.0f} s so far)", markup=False)
-    labelled = [rows[(s, False)] for s in args.seeds]
-    benign = [rows[(s, True)] for s in args.benign_seeds]
-    summary = summarise(labelled, benign)
+    failed = [row for row in rows.values() if "error" in row]
+    labelled = [rows[(s, False)] for s in args.seeds if "error" not in rows[(s, False)]]
+    benign = [rows[(s, True)] for s in args.benign_seeds if "error" not in rows[(s, True)]]
+    summary = summarise(labelled, benign, failed)
     document = {"summary": summary, "hosts": args.hosts, "days": args.days, "cadences": args.cadence,
                 "labelled_seeds": args.seeds, "benign_only_seeds": args.benign_seeds,
-                "code": _commit(), "seeds": labelled, "benign_only": benign}
+                "code": _commit(), "seeds": labelled, "benign_only": benign, "failed": failed}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     console.print(_table(summary, len(labelled), len(benign), args.out))
@@ -190,7 +206,9 @@ def main() -> None:
 
 
 def _table(summary: dict, labelled: int, benign: int, out: Path) -> Table:
-    table = Table(title=f"worst of {labelled} labelled + {benign} benign-only seeds → {out}")
+    failed = len(summary.get("failed_seeds", ()))
+    table = Table(title=f"worst of {labelled} labelled + {benign} benign-only seeds → {out}"
+                        + (f" ({failed} seeds FAILED, see below)" if failed else ""))
     for name in ("kind", "labels", "F1 grouped", "recall", "FA/100pd grouped", "FA/100pd strict",
                  "benign FA grouped", "benign FA strict", "targets"):
         table.add_column(name, justify="left" if name == "kind" else "right")

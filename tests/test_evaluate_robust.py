@@ -175,3 +175,13 @@ def test_a_route_change_is_judged_against_the_first_trace_that_could_show_it():
     records = [{"kind": "trace", "source": "a", "destination": "b", "time": "1970-01-02T00:20:00Z"},
                {"kind": "latency", "source": "a", "destination": "b", "time": "1970-01-02T00:10:00Z"}]
     assert _trace_times(records) == {("a", "b"): [D + 1200.0]}
+
+
+def test_a_seed_that_cannot_be_scored_is_a_missed_target():
+    labels = [Label("loss_step", "a", "b", D, None)]
+    good = _seed(labels, [make_anomaly("loss_step", "a", "b", D)], seed=11).to_dict()
+    crashed = {"seed": 12, "family": "labelled", "error": "TypeError: 'float' object is not iterable"}
+    summary = _bench().summarise([good], [], [crashed])
+    assert summary["all_targets_met"] is False
+    assert summary["failed_seeds"] == [crashed]
+    assert [t["seed"] for t in summary["targets_missed"]] == [12]
