@@ -4,7 +4,10 @@
 
 Each seed's mesh is simulated into a temporary directory and parsed with the project's parsers.
 A training example is a *degraded* throughput run (see :func:`run_cause.degraded`) inside a
-labelled episode whose kind names a cause; healthy-path outliers and route changes are left out.
+labelled episode whose kind names a cause (for a diurnal saturation: inside its busy hours, the
+only time it is the cause; a run degraded at night on such a path has another cause, e.g. the
+simulator's benign cross traffic or a loaded host); healthy-path outliers and route changes are
+left out.
 The artifact's JSON metadata records the seeds, the scikit-learn version and both namers'
 held-out scores, so the choice of namer is made on numbers.
 """
@@ -44,7 +47,8 @@ def labelled_runs(raw: Path, labels: Path) -> tuple[np.ndarray, list[str]]:
         label = orjson.loads(line)
         if label["kind"] in CAUSE_OF_KIND or label["kind"] == "route_change":
             end = epoch(label["end"]) if label.get("end") else float("inf")
-            episodes[(label["source"], label["destination"])].append((epoch(label["start"]), end, label["kind"]))
+            episodes[(label["source"], label["destination"])].append(
+                (epoch(label["start"]), end, label["kind"], label.get("params") or {}))
     runs = defaultdict(list)
     # Only throughput envelopes matter: keep their lines and parse just those.
     lines = [line for line in raw.read_bytes().splitlines() if b'"iperf3"' in line or b'"throughput"' in line]
@@ -57,7 +61,7 @@ def labelled_runs(raw: Path, labels: Path) -> tuple[np.ndarray, list[str]]:
     rows, causes = [], []
     for path, series in runs.items():
         series.sort(key=lambda o: o.t)
-        first_episode = min((s for s, _, _ in episodes.get(path, ())), default=float("inf"))
+        first_episode = min((s for s, *_ in episodes.get(path, ())), default=float("inf"))
         clean = [o for o in series if o.t < first_episode][:12]
         if len(clean) < 6:
             continue
@@ -65,11 +69,26 @@ def labelled_runs(raw: Path, labels: Path) -> tuple[np.ndarray, list[str]]:
         for run in series:
             if run.t < first_episode or not degraded(run, base):
                 continue
-            kinds = [k for s, e, k in episodes[path] if s <= run.t <= e]
+            kinds = [k for s, e, k, params in episodes[path] if s <= run.t <= e and _causes_then(k, params, run.t)]
             if len(kinds) == 1 and kinds[0] in CAUSE_OF_KIND:
                 rows.append(features(run, base))
                 causes.append(CAUSE_OF_KIND[kinds[0]])
     return (np.array(rows) if rows else np.empty((0, len(FEATURES)))), causes
+
+
+def _causes_then(kind: str, params: dict, t: float) -> bool:
+    """Whether an episode of ``kind`` is what degrades a run at ``t``: always, except a diurnal
+    saturation outside its busy hours (``busy_hours`` from ``busy_utc_h``, with an hour's slack either side).
+
+    >>> _causes_then("diurnal_saturation", {"busy_utc_h": 23.0, "busy_hours": 4.0}, 3600.0)       # 01:00 UTC
+    True
+    >>> _causes_then("diurnal_saturation", {"busy_utc_h": 23.0, "busy_hours": 4.0}, 12 * 3600.0)  # noon
+    False
+    """
+    if kind != "diurnal_saturation" or "busy_utc_h" not in params or "busy_hours" not in params:
+        return True
+    since = ((t / 3600.0) - float(params["busy_utc_h"]) + 1.0) % 24.0   # hours since an hour before it began
+    return since <= float(params["busy_hours"]) + 2.0
 
 
 def _baseline(clean: list[ThroughputObs]) -> Baseline:
