@@ -261,3 +261,18 @@ def test_a_floor_falling_back_after_its_baseline_followed_it_up_is_no_shift_down
     found = detect([latency(t, floor(t) + rng.normal(0, 0.05)) for t in latency_times(6)])
     assert not [a for a in found if a.evidence["step_ms"] < 0]
     assert len(found) <= 1          # the first time a swell rises above the baseline, nothing is known yet
+
+
+def test_a_shift_down_right_after_a_shift_up_does_not_crash_on_a_forgotten_floor():
+    """A shift opening forgets the recent floor; a fall back below the old level within the hour
+    then asked min() of no hours (TypeError). Both changes are level shifts of their own."""
+    from pathwatch.models.monitor import PathMonitor
+    from tests.detector_series import DAY, HOUR, T0, latency, latency_times
+
+    rng = np.random.default_rng(0)
+    monitor, out = PathMonitor("a", "b"), []
+    for t in latency_times(4):
+        level = 20.0 if t < T0 + 2 * DAY else 30.0 if t < T0 + 2 * DAY + HOUR else 12.0
+        out += monitor.observe(latency(t, level + rng.normal(0, 0.05)))
+    assert {a.kind for a in out} == {"latency_shift"}
+    assert len({a.id for a in out}) == 2     # up, then down

@@ -548,7 +548,7 @@ class LevelDetector(Detector):
             level = median(v for t, v in shift.pending if t >= obs.t - 2 * p.delay_span_s)
         else:
             level = median(v for _, v in shift.pending)
-        if direction < 0 and level >= min(self.floor_low, *self.floor_lows) - threshold:
+        if direction < 0 and level >= min(self.floor_low, min(self.floor_lows, default=self.floor_low)) - threshold:
             # Down to where its floor was within the last delay_floor_s, its baseline having crept up
             # since without a step: a queue that drained, the path's own floor, not a shift. The
             # baseline follows.
