@@ -1,10 +1,15 @@
 """Detection quality on a simulated mesh whose seed the detectors were not tuned on.
 
-Simulate → parse → detectors and the WLCG baseline → score. This is a regression guard on
+Simulate → parse → detectors and the WLCG baseline → score. These are regression guards on
 what the detectors reach today, not the issue's full target list: the scorecard's
-``missed_targets`` (per-kind F1 ≥ 0.95 on every seed, rising loss before 0.1 %, ...) is
-reported per seed by ``bench/evaluate_bench.py`` into ``bench/results/evaluation.json``, and
-not every held-out seed meets all of it yet.
+``missed_targets`` (per-kind F1 ≥ 0.95 grouped on the worst seed, ≤ 1 false alarm per 100
+path-days, rising loss before 0.1 %, ...) is reported by ``bench/evaluate_bench.py`` into
+``bench/results/evaluation.json``, and not every held-out seed meets all of it yet.
+
+Two guards on one seed: the mesh as the simulator drew it before its benign catalogue (clean
+paths, where every kind was tuned to F1 ≥ 0.9), and the same seed with the catalogue's benign
+behaviours (standing queues, routers that skip answers, NTP slews, loaded hosts, ...), where
+pathwatch must still find every kind and beat the WLCG/OSG rules on F1 and on false alarms.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ HELD_OUT_SEED = 6262
 
 
 def test_simulated_mesh_detection_quality(tmp_path):
-    result = score_seed(HELD_OUT_SEED, tmp_path, hosts=7, days=21)
+    result = score_seed(HELD_OUT_SEED, tmp_path, hosts=7, days=21, benign=False)
     ours, wlcg = result.ours, result.baseline
     labelled = [kind for kind, s in ours.items() if s.labels and kind != ALL]
     assert len(labelled) == 11, f"the simulator labelled only {sorted(labelled)}"
@@ -26,5 +31,21 @@ def test_simulated_mesh_detection_quality(tmp_path):
     assert ours[ALL].f1 > wlcg[ALL].f1
     assert ours[ALL].delay_median_s < wlcg[ALL].delay_median_s
     assert ours[ALL].false_alarms_per_100_path_days <= FALSE_ALARMS_PER_100_PATH_DAYS
+    # One of this mesh's route changes shows only as a router that stopped answering (no new
+    # answering hop): one silent trace is what a hop that skips an answer now and then also gives, so
+    # it is named once the silence outlasts chance, three to four traces on (issue 16).
+    route = ours["route_change"]
+    assert route.delay_max_s <= 4.25 * result.trace_interval_s, "a silent router must be found by its 4th trace"
+
+
+def test_detection_on_a_mesh_with_benign_behaviours_beats_the_wlcg_rules(tmp_path):
+    result = score_seed(HELD_OUT_SEED, tmp_path, hosts=7, days=21)
+    ours, grouped, wlcg = result.ours, result.grouped, result.baseline
+    labelled = [kind for kind, s in ours.items() if s.labels and kind != ALL]
+    assert len(labelled) == 11, f"the simulator labelled only {sorted(labelled)}"
+    for kind in labelled:
+        assert ours[kind].recall >= 0.9, f"{kind}: recall {ours[kind].recall}"
+    assert ours[ALL].f1 > wlcg[ALL].f1, (ours[ALL].to_dict(), wlcg[ALL].to_dict())
+    assert grouped[ALL].false_alarms_per_100_path_days < wlcg[ALL].false_alarms_per_100_path_days
     route = ours["route_change"]
     assert route.delay_max_s <= 1.25 * result.trace_interval_s, "route changes must be found on the first trace"
