@@ -127,13 +127,7 @@ def score(
     kinds: Sequence[str] = KINDS,
 ) -> dict[str, Score]:
     """One :class:`Score` per kind (in ``kinds`` order, plus any other kind seen) and the ``all`` row."""
-    n_labels: Counter = Counter()
-    delays: dict[str, list[float]] = defaultdict(list)
-    for label, delay in zip(labels, detection_delays(labels, anomalies, matching)):
-        for key in (label.kind, ALL):
-            n_labels[key] += 1
-            if delay is not None:
-                delays[key].append(delay)
+    n_labels, delays = _label_counts(labels, anomalies, matching)
     true, false, explained = Counter(), Counter(), Counter()
     for j, anomaly in enumerate(anomalies):
         status = matching.status(j)
@@ -141,9 +135,7 @@ def score(
             true.update({labels[i].kind for i in matching.matched[j]} | {ALL})
         else:
             (explained if status == "explained" else false).update((anomaly.kind, ALL))
-    order = list(kinds) + sorted({*n_labels, *true, *false, *explained} - set(kinds) - {ALL}) + [ALL]
-    return {kind: Score(kind, n_labels[kind], len(delays[kind]), true[kind], false[kind], explained[kind],
-                        tuple(delays[kind]), path_days) for kind in order}
+    return _scores(n_labels, delays, true, false, explained, path_days, kinds)
 
 
 def incident_of(anomaly: Anomaly) -> str:
