@@ -187,15 +187,6 @@ def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
     return [f"{kind}|path:{source or ''}>{destination or ''}"]
 
 
-def scope_of(key: str) -> str:
-    """What a problem key groups by: ``path``, ``hop``, ``host`` or ``lag``.
-
-    >>> scope_of("route_change|hop:10.0.0.1"), scope_of("loss_step|path:a>b")
-    ('hop', 'path')
-    """
-    return key.split("|", 2)[1].split(":", 1)[0]
-
-
 def explains(cause: str, consequence: str) -> bool:
     """Whether ``cause`` is known to bring ``consequence`` on its path.
 
