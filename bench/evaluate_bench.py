@@ -165,6 +165,7 @@ def main() -> None:
     console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
     jobs = [(seed, False) for seed in args.seeds] + [(seed, True) for seed in args.benign_seeds]
     rows: dict[tuple[int, bool], dict] = {}
+    code = _commit()   # the code the workers import as they start
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         console.print(f"scoring {len(args.seeds)} labelled + {len(args.benign_seeds)} benign-only seeds, "
@@ -194,7 +195,7 @@ def main() -> None:
     summary = summarise(labelled, benign, failed)
     document = {"summary": summary, "hosts": args.hosts, "days": args.days, "cadences": args.cadence,
                 "labelled_seeds": args.seeds, "benign_only_seeds": args.benign_seeds,
-                "code": _commit(), "seeds": labelled, "benign_only": benign, "failed": failed}
+                "code": code, "code_at_end": _commit(), "seeds": labelled, "benign_only": benign, "failed": failed}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     console.print(_table(summary, len(labelled), len(benign), args.out))
