@@ -290,3 +290,43 @@ def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
     assert run_chance(100, 10, 1000, 6) > alpha > run_chance(100, 10, 1000, 7)
     # while the route's silences move (rate limiting), a hop that always answered needs eleven
     assert run_chance(0, 0, 998, 10, bursty=True) > alpha > run_chance(0, 0, 998, 11, bursty=True)
+
+
+def test_a_route_pickled_before_silences_were_kept_takes_a_silent_trace():
+    """A known route restored from state saved before routes kept their hops' silences (the slot
+    unset) met a trace silent at one of its hops: AttributeError."""
+    import pickle
+
+    from pathwatch.models.detectors.route import RouteDetector
+    from tests.detector_series import HOUR, T0, trace
+
+    route = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "dst"]
+    detector = RouteDetector("a", "b")
+    for i in range(30):
+        detector.observe(trace(T0 + i * HOUR, route))
+    for tool in detector.tools.values():
+        for variant in tool.known:
+            del variant.silence
+    detector = pickle.loads(pickle.dumps(detector))
+    silent = ["10.0.0.1", None, "10.0.0.3", "10.0.0.4", "dst"]
+    assert detector.observe(trace(T0 + 31 * HOUR, silent)) == []
+
+
+def test_a_candidate_route_confirmed_after_every_known_route_was_forgotten_is_learnt():
+    """A new route pending when the traces stopped for longer than forget_s: confirmed later with no
+    known route left to compare with (max() of nothing), it is the path's route, not a change."""
+    from pathwatch.models.detectors.route import RouteDetector
+    from tests.detector_series import DAY, HOUR, T0, trace
+
+    old = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "dst"]
+    new = ["10.0.0.1", "10.0.0.2", "10.9.9.9", "10.0.0.4", "dst"]
+    detector, t, out = RouteDetector("a", "b"), T0, []
+    for _ in range(48):
+        out += detector.observe(trace(t, old))
+        t += HOUR
+    out += detector.observe(trace(t, new))
+    t += 4.5 * DAY
+    for _ in range(3):
+        out += detector.observe(trace(t, new))
+        t += HOUR
+    assert [a.kind for a in out if a.kind == "route_change"] == []

@@ -512,7 +512,7 @@ class RouteDetector(Detector):
 
     def _silences(self, obs: TraceObs, tool: _ToolRoutes, known: _Variant, route: tuple, gaps: int) -> list[Anomaly]:
         """Keep the runs of silence at ``known``'s answering hops; a run too long for chance is a new silent router."""
-        silence = known.silence
+        silence = getattr(known, "silence", None)     # (variants pickled before it was kept have none)
         if silence is None:
             silence = known.silence = _Silence()
         hops = known.hops
@@ -632,6 +632,9 @@ class RouteDetector(Detector):
         tool.candidate = None
         if self.is_open("route_change"):
             tool.known.append(candidate)
+            return []
+        if not tool.known:      # every route was forgotten while it was pending (days without traces):
+            tool.known.append(candidate)        # nothing to have changed from; learn it as the path's route
             return []
         # The known route that agrees with the new one longest is the one it diverged from.
         old = max(tool.known, key=lambda v: (divergence(v.hops, candidate.hops), v.last))
