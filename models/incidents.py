@@ -27,9 +27,10 @@ same element                  same kind on two paths naming the same hop (route 
                               overlapping in time
 same host, same onset         same kind on two paths through one host, onsets within
                               ``onset_window_s``
-host gone dark                no_data or unreachable on one path, and no_data, unreachable,
-                              route_change, loss_step or throughput_drop on another through the
-                              same host, onsets within ``onset_window_s``
+host gone dark                no_data (its source's collector stopped) or unreachable (its
+                              destination stopped answering) on one path, and no_data,
+                              unreachable, route_change, loss_step or throughput_drop on another
+                              path through that host, onsets within ``onset_window_s``
 ============================  ==============================================================
 
 The root is the member whose kind explains the others (:data:`ROOT_ORDER`), then the earliest,
@@ -240,7 +241,23 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
         return False
     if a.kind == b.kind:
         return True
-    return (a.kind in _DARK and b.kind in _DARK_CONSEQUENCES) or (b.kind in _DARK and a.kind in _DARK_CONSEQUENCES)
+    return _dark_with(a, b) or _dark_with(b, a)
+
+
+def dark_host(anomaly: Anomaly) -> str | None:
+    """The host a silence points at: a no_data's source (its collector stopped), an unreachable's
+    destination (it stopped answering); None for other kinds."""
+    if anomaly.kind == "no_data":
+        return anomaly.source
+    if anomaly.kind == "unreachable":
+        return anomaly.destination
+    return None
+
+
+def _dark_with(dark: Anomaly, other: Anomaly) -> bool:
+    """``other`` is on a path through the host ``dark`` says went dark, of a kind a dark host brings."""
+    host = dark_host(dark)
+    return host is not None and other.kind in _DARK_CONSEQUENCES and host in hosts_of(other)
 
 
 def _daily_symptom_of(diurnal: Anomaly, other: Anomaly, params: IncidentParams) -> bool:
@@ -332,15 +349,22 @@ class IncidentGrouper:
         return sorted(out.values(), key=root_key)
 
     def forget(self, now: float) -> None:
-        """Drop anomalies closed more than ``retain_s`` before ``now`` (no new relation reaches them)."""
+        """Drop incidents whose every member closed more than ``retain_s`` before ``now`` (no new
+        relation reaches them; a member still open keeps its whole incident, root included)."""
         horizon = now - self.params.retain_s
-        for aid in [aid for aid, a in self.states.items() if a.end is not None and a.end < horizon]:
-            anomaly = self.states.pop(aid)
-            self.emitted.pop(aid, None)
-            for key in self._index_keys(anomaly):
-                self.by_host[key].discard(aid)
-                if not self.by_host[key]:
-                    del self.by_host[key]
+        old = {aid for aid, a in self.states.items() if a.end is not None and a.end < horizon}
+        while old:
+            component = self._component(next(iter(old)))
+            old -= component
+            if any(self.states[aid].end is None or self.states[aid].end >= horizon for aid in component):
+                continue
+            for aid in component:
+                anomaly = self.states.pop(aid)
+                self.emitted.pop(aid, None)
+                for key in self._index_keys(anomaly):
+                    self.by_host[key].discard(aid)
+                    if not self.by_host[key]:
+                        del self.by_host[key]
 
     def grouped(self) -> list[Anomaly]:
         """Every anomaly held, as a member of its incident."""

@@ -179,3 +179,28 @@ def test_forgotten_anomalies_leave_no_trace_in_later_grouping():
     assert first.id not in grouper.states
     later = make("route_change", "c", "d", T0 + 3 * DAY, evidence={"divergence_ttl": 2, "old_hops": ["10.0.0.1", "10.0.0.2"]})
     assert [a.incident_id for a in grouper.add(later)] == [later.id]
+
+
+def test_a_dark_host_takes_only_what_happens_on_its_own_paths():
+    """A silence names one host (a no_data's source, an unreachable's destination): problems on other
+    paths of the far end that began about then are not the outage's."""
+    p = IncidentParams()
+    dark = make("no_data", "gatech", "bnl", T0)
+    assert related(dark, make("unreachable", "cern", "gatech", T0 + 600), p)      # through gatech
+    assert not related(dark, make("loss_step", "bnl", "cern", T0 + 80 * 60), p)   # bnl's own problem
+    assert not related(make("no_data", "cnaf", "nikhef", T0), make("unreachable", "nikhef", "umd", T0 + 600), p)
+
+
+def test_an_incident_is_forgotten_whole_only_once_all_its_members_are_old():
+    grouper = IncidentGrouper(IncidentParams(retain_s=DAY))
+    route = make("route_change", "a", "b", T0, T0 + 2 * HOUR)
+    shift = make("latency_shift", "a", "b", T0 + 600)
+    grouper.add(route)
+    grouper.add(shift)
+    grouper.forget(T0 + 8 * DAY)          # the route change closed a week ago, its shift is still open
+    grown = shift.grown(severity="major", score=0.9, summary="more", evidence={})
+    assert [a.incident_id for a in grouper.add(grown)] == [route.id]
+    assert {a.id: a.incident_id for a in group([route, grown])}[shift.id] == route.id
+    grouper.add(grown.closed(T0 + 2 * DAY))
+    grouper.forget(T0 + 8 * DAY)
+    assert grouper.states == {}
