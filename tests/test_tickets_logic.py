@@ -470,3 +470,32 @@ def test_an_incident_is_one_ticket_whatever_kinds_and_paths_it_spans():
             reconciler.handle(state.to_dict())
     assert len(backend.store) == 2      # the afternoon closed before it had a ticket; the saturation has one
     assert set(backend.store["2"]["state"].members) == {afternoon.id, diurnal.id}
+
+
+def test_a_ticket_whose_anomaly_joins_a_later_incident_lets_go_of_it():
+    """A route change has its own ticket; its host then goes dark and the route change becomes a member
+    of the outage's incident: the outage's ticket takes it, and the route change's own ticket is told
+    and resolved rather than left open for ever."""
+    from pathwatch.models.anomaly import Anomaly
+    from pathwatch.models.incidents import IncidentGrouper
+
+    def make(kind, source, destination, start):
+        return Anomaly.open(kind, source, destination, start=start, detected_at=start + 600, severity="critical",
+                            score=1.0, summary=f"{kind}.", evidence={})
+
+    grouper, backend = IncidentGrouper(), MemoryBackend()
+    reconciler = reconcile.Reconciler(backend)
+    route, dark = make("route_change", "a", "c", T0), make("no_data", "a", "b", T0 + 1800)
+    stream = [state.to_dict() for anomaly in (route, dark, route.closed(T0 + 2 * HOUR), dark.closed(T0 + 3 * HOUR))
+              for state in grouper.add(anomaly)]
+    for message in stream:
+        reconciler.handle(message)
+    assert [t["status"] for t in backend.store.values()] == ["resolved", "resolved"]
+    own, outage = backend.store["1"], backend.store["2"]
+    assert set(outage["state"].members) == {route.id, dark.id}
+    assert "part of a larger incident, followed on mem#2" in own["texts"][-1]
+    calls = list(backend.calls)
+    restarted = reconcile.Reconciler(backend)
+    for message in stream:                    # the stream read again after a restart: nothing repeated
+        restarted.handle(message)
+    assert backend.calls == calls

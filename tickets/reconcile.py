@@ -9,7 +9,9 @@ the anomaly                                         the ticket
 =================================================  ======================================
 is a member of an incident whose root has a ticket  handled on the root's ticket (one ticket per
                                                     incident, :mod:`pathwatch.models.incidents`);
-                                                    a closed member joins it silently
+                                                    a closed member joins it silently; a ticket it
+                                                    had of its own is told and let go of it
+                                                    (resolved when nothing else there is open)
 opens, no ticket (or resolved beyond the window)    create (subject to quiet mode, rate limit)
 opens, the ticket was resolved within the window    reopen, with a comment
 opens on another path of an open problem            comment "also on …" (+ priority)
@@ -154,7 +156,32 @@ class Reconciler:
             self.forget()
             raise
 
+    def _release(self, a: Mapping[str, Any]) -> None:
+        """A member that joined an incident whose root has a ticket leaves any other ticket that holds
+        it open (its own, from before the cause was known): closed there with a pointer to the
+        incident's ticket, which is resolved when nothing else in it is open."""
+        incident, aid = a.get("incident_id"), a["id"]
+        if not incident or incident == aid:
+            return
+        root = next(iter(self.backend.holding(incident)), None)
+        if root is None:
+            return
+        for ticket in self.backend.holding(aid):
+            member = ticket.state.members.get(aid)
+            if ticket.id == root.id or member is None or not member.open:
+                continue
+            members = {**ticket.state.members, aid: Member(member.path, member.severity, False)}
+            state = ProblemState(members, ticket.state.cleared_at)
+            text = (f"{a['kind'].replace('_', ' ')} on {member.path.replace('>', ' → ')} is part of a larger "
+                    f"incident, followed on {root.reference}.")
+            if state.open_members or not ticket.is_open:
+                self._keep(self.backend.comment(ticket, text, state) if ticket.is_open
+                           else self.backend.update_state(ticket, state))
+            else:
+                self._keep(self.backend.resolve(ticket, text, replace(state, cleared_at=_seconds(a["start"]))))
+
     def _handle(self, a: Mapping[str, Any]) -> Outcome:
+        self._release(a)
         key, ticket = self._choose(a)
         aid, is_open, severity = a["id"], a["end"] is None, a["severity"]
         member = Member(path_of(a), severity, is_open)
