@@ -79,8 +79,8 @@ def _summary(console: Console, result, rejected: Counter, out: Path) -> None:
     roots = {a.id: a for a in result.anomalies if a.incident == a.id}
     members = Counter(a.incident for a in result.anomalies)
     by_kind = Counter(root.kind for root in roots.values())
-    still_open = Counter(root.kind for root in roots.values()
-                         if any(a.is_open for a in result.anomalies if a.incident == root.id))
+    open_incidents = {a.incident for a in result.anomalies if a.is_open}
+    still_open = Counter(root.kind for root in roots.values() if root.id in open_incidents)
     held = Counter()
     for root in roots.values():
         held[root.kind] += members[root.id]

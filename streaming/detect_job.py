@@ -159,6 +159,7 @@ def _incidents_function(config_path: str | None):
             if self.grouper is None:
                 saved = self.state.value()
                 self.grouper = pickle.loads(saved) if saved is not None else IncidentGrouper(self.params)
+                self.grouper.params = self.params      # the config of this run, not the one it was saved under
             return self.grouper
 
         def process_element(self, row, ctx):
