@@ -108,15 +108,20 @@ class IncidentParams(Params):
     retain_s: float = 7 * 24 * HOUR
 
 
-def path_of(anomaly: Anomaly | Mapping[str, Any]) -> str:
-    """``source>destination`` of an anomaly or its dict (empty ends stay empty), the form the topics key paths by.
+def path_key(source: str | None, destination: str | None) -> str:
+    """The key every stage partitions a path by (``source>destination``, empty ends stay empty), as the publishers do.
 
-    >>> path_of({"source": "a", "destination": None})
+    >>> path_key("a", None)
     'a>'
     """
+    return f"{source or ''}>{destination or ''}"
+
+
+def path_of(anomaly: Anomaly | Mapping[str, Any]) -> str:
+    """:func:`path_key` of an anomaly or its dict."""
     if isinstance(anomaly, Anomaly):
-        return f"{anomaly.source or ''}>{anomaly.destination or ''}"
-    return f"{anomaly.get('source') or ''}>{anomaly.get('destination') or ''}"
+        return path_key(anomaly.source, anomaly.destination)
+    return path_key(anomaly.get("source"), anomaly.get("destination"))
 
 
 def hosts_of(anomaly: Anomaly) -> tuple[str, ...]:
@@ -185,7 +190,7 @@ def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
         return [f"{kind}|host:{source}"]
     if kind == "clock_error" and source and destination:
         return [f"{kind}|host:{source}", f"{kind}|host:{destination}"]
-    return [f"{kind}|path:{source or ''}>{destination or ''}"]
+    return [f"{kind}|path:{path_key(source, destination)}"]
 
 
 def explains(cause: str, consequence: str) -> bool:
@@ -321,7 +326,7 @@ class IncidentGrouper:
 
     def see_path(self, source: str | None, destination: str | None) -> None:
         """Record a path the mesh measures (its ends' paths are what a host-level location is judged against)."""
-        path = f"{source or ''}>{destination or ''}"
+        path = path_key(source, destination)
         for host in (source, destination):
             if host:
                 self.paths[host].add(path)
@@ -329,9 +334,7 @@ class IncidentGrouper:
     def add(self, anomaly: Anomaly) -> list[Anomaly]:
         """Take one detector state; the states to emit: this one and every other whose incident changed."""
         old_incident = self.emitted.get(anomaly.id, (None,))[0]
-        self.states[anomaly.id] = anomaly
-        for key in self._index_keys(anomaly):
-            self.by_host[key].add(anomaly.id)
+        self._hold(anomaly)
         starts = {anomaly.id}
         if old_incident is not None:                  # its new state may have left others on their own (a split)
             starts |= {aid for aid, (incident, _) in self.emitted.items() if incident == old_incident}
@@ -374,6 +377,12 @@ class IncidentGrouper:
                 for member in self._decorate(self._component(aid), force=True):
                     out[member.id] = member
         return list(out.values())
+
+    def _hold(self, anomaly: Anomaly) -> None:
+        """Keep ``anomaly`` as its id's latest state, indexed by its hosts and element."""
+        self.states[anomaly.id] = anomaly
+        for key in self._index_keys(anomaly):
+            self.by_host[key].add(anomaly.id)
 
     @staticmethod
     def _index_keys(anomaly: Anomaly) -> set[str]:
@@ -438,8 +447,6 @@ def group(anomalies: Iterable[Anomaly], paths: Iterable[tuple[str | None, str | 
         grouper.see_path(source, destination)
     anomalies = list(anomalies)
     for anomaly in anomalies:
-        grouper.states[anomaly.id] = anomaly
-        for key in grouper._index_keys(anomaly):
-            grouper.by_host[key].add(anomaly.id)
+        grouper._hold(anomaly)
     grouped = {a.id: a for a in grouper.grouped()}
     return [grouped[a.id] for a in anomalies]

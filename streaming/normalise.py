@@ -20,6 +20,7 @@ from pathwatch.contract.ids import PATHWATCH_NAMESPACE
 from pathwatch.contract.timefmt import format_utc
 from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
+from pathwatch.models.incidents import path_key
 from pathwatch.models.observe import epoch
 
 RECORD, DEAD = "record", "dead"
@@ -42,11 +43,6 @@ class Output:
     key: str
     value: dict[str, Any]
     time_ms: int
-
-
-def path_key(source: str | None, destination: str | None) -> str:
-    """The key every stage partitions a path by (``source>destination``), as the publishers do."""
-    return f"{source or ''}>{destination or ''}"
 
 
 def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,

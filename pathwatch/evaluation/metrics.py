@@ -138,11 +138,6 @@ def score(
     return _scores(n_labels, delays, true, false, explained, path_days, kinds)
 
 
-def incident_of(anomaly: Anomaly) -> str:
-    """The id of the incident ``anomaly`` belongs to (its own id when it carries none)."""
-    return getattr(anomaly, "incident_id", None) or anomaly.id
-
-
 def incidents(anomalies: Sequence[Anomaly]) -> dict[str, list[int]]:
     """Member indices per incident id, in order of first appearance.
 
@@ -155,7 +150,7 @@ def incidents(anomalies: Sequence[Anomaly]) -> dict[str, list[int]]:
     """
     groups: dict[str, list[int]] = {}
     for j, anomaly in enumerate(anomalies):
-        groups.setdefault(incident_of(anomaly), []).append(j)
+        groups.setdefault(anomaly.incident, []).append(j)
     return groups
 
 
