@@ -68,6 +68,22 @@ def _worst(rows: list[dict], table: str, kind: str, field: str, *, lowest: bool,
     return {"value": value, "seed": seed}
 
 
+# The worst-seed figures per kind: (name, scores, field, worst is the lowest, only seeds labelling the kind).
+_LABELLED_FIGURES = (
+    ("f1_grouped", "ours_grouped", "f1", True, True),
+    ("f1", "ours", "f1", True, True),
+    ("recall", "ours", "recall", True, True),
+    ("false_alarms_per_100_path_days_grouped", "ours_grouped", "false_alarms_per_100_path_days", False, False),
+    ("false_alarms_per_100_path_days_strict", "ours_strict", "false_alarms_per_100_path_days", False, False),
+    ("delay_max_s", "ours", "delay_max_s", False, True),
+    ("wlcg_f1", "wlcg", "f1", True, True),
+    ("wlcg_false_alarms_per_100_path_days", "wlcg", "false_alarms_per_100_path_days", False, False),
+)
+# Those the benign-only family reports (every alarm there is false).
+_FALSE_ALARMS = ("false_alarms_per_100_path_days_grouped", "false_alarms_per_100_path_days_strict",
+                 "wlcg_false_alarms_per_100_path_days")
+
+
 def summarise(labelled: list[dict], benign: list[dict], failed: list[dict] = ()) -> dict:
     """The worst-seed summary: per kind over the labelled family, the benign family, the targets.
 
@@ -89,33 +105,12 @@ def summarise(labelled: list[dict], benign: list[dict], failed: list[dict] = ())
                         "limit": limit, "met": met})
 
     for kind in kinds:
-        row = {
-            "labels": sum(r["ours"].get(kind, {}).get("labels", 0) for r in labelled),
-            "f1_grouped": _worst(labelled, "ours_grouped", kind, "f1", lowest=True, only_labelled=True),
-            "f1": _worst(labelled, "ours", kind, "f1", lowest=True, only_labelled=True),
-            "recall": _worst(labelled, "ours", kind, "recall", lowest=True, only_labelled=True),
-            "false_alarms_per_100_path_days_grouped": _worst(labelled, "ours_grouped", kind,
-                                                             "false_alarms_per_100_path_days", lowest=False,
-                                                             only_labelled=False),
-            "false_alarms_per_100_path_days_strict": _worst(labelled, "ours_strict", kind,
-                                                            "false_alarms_per_100_path_days", lowest=False,
-                                                            only_labelled=False),
-            "delay_max_s": _worst(labelled, "ours", kind, "delay_max_s", lowest=False, only_labelled=True),
-            "wlcg_f1": _worst(labelled, "wlcg", kind, "f1", lowest=True, only_labelled=True),
-            "wlcg_false_alarms_per_100_path_days": _worst(labelled, "wlcg", kind, "false_alarms_per_100_path_days",
-                                                          lowest=False, only_labelled=False),
-        }
+        row = {"labels": sum(r["ours"].get(kind, {}).get("labels", 0) for r in labelled)}
+        row.update({name: _worst(labelled, scores, kind, field, lowest=lowest, only_labelled=only)
+                    for name, scores, field, lowest, only in _LABELLED_FIGURES})
         per_kind[kind] = row
-        benign_kind[kind] = {
-            "false_alarms_per_100_path_days_grouped": _worst(benign, "ours_grouped", kind,
-                                                             "false_alarms_per_100_path_days", lowest=False,
-                                                             only_labelled=False),
-            "false_alarms_per_100_path_days_strict": _worst(benign, "ours_strict", kind,
-                                                            "false_alarms_per_100_path_days", lowest=False,
-                                                            only_labelled=False),
-            "wlcg_false_alarms_per_100_path_days": _worst(benign, "wlcg", kind, "false_alarms_per_100_path_days",
-                                                          lowest=False, only_labelled=False),
-        }
+        benign_kind[kind] = {name: _worst(benign, scores, kind, field, lowest=lowest, only_labelled=only)
+                             for name, scores, field, lowest, only in _LABELLED_FIGURES if name in _FALSE_ALARMS}
         if kind != ALL:
             target("F1 grouped >= 0.95", kind, row["f1_grouped"], F1_TARGET, at_least=True)
             target("recall >= 0.95", kind, row["recall"], RECALL_TARGET, at_least=True)
