@@ -116,10 +116,6 @@ class Reconciler:
         (a latency shift and the route change behind it); for a problem of either end's host, an
         open one of the same kind through either host (re-keyed to the shared host); else the
         first key's newest ticket (None if it never had one)."""
-        incident = anomaly.get("incident_id")
-        if incident and incident != anomaly["id"]:       # a member: its root's ticket is the incident's
-            for ticket in self.backend.holding(incident):
-                return ticket.key, self._keep(ticket)
         candidates = problem_keys(anomaly)
         found = [(key, self._find(key)) for key in candidates]
         for key, tickets in found:
@@ -156,16 +152,18 @@ class Reconciler:
             self.forget()
             raise
 
-    def _release(self, a: Mapping[str, Any]) -> None:
-        """A member that joined an incident whose root has a ticket leaves any other ticket that holds
-        it open (its own, from before the cause was known): closed there with a pointer to the
+    def _root_ticket(self, a: Mapping[str, Any]) -> Ticket | None:
+        """For a member of another anomaly's incident, the ticket holding that root (the incident's)."""
+        incident = a.get("incident_id")
+        if not incident or incident == a["id"]:
+            return None
+        return next(iter(self.backend.holding(incident)), None)
+
+    def _release(self, a: Mapping[str, Any], root: Ticket) -> None:
+        """A member handled on its incident's ticket ``root`` leaves any other ticket that holds it
+        open (its own, from before the cause was known): closed there with a pointer to the
         incident's ticket, which is resolved when nothing else in it is open."""
-        incident, aid = a.get("incident_id"), a["id"]
-        if not incident or incident == aid:
-            return
-        root = next(iter(self.backend.holding(incident)), None)
-        if root is None:
-            return
+        aid = a["id"]
         for ticket in self.backend.holding(aid):
             member = ticket.state.members.get(aid)
             if ticket.id == root.id or member is None or not member.open:
@@ -174,15 +172,20 @@ class Reconciler:
             state = ProblemState(members, ticket.state.cleared_at)
             text = (f"{a['kind'].replace('_', ' ')} on {member.path.replace('>', ' → ')} is part of a larger "
                     f"incident, followed on {root.reference}.")
-            if state.open_members or not ticket.is_open:
-                self._keep(self.backend.comment(ticket, text, state) if ticket.is_open
-                           else self.backend.update_state(ticket, state))
+            if not ticket.is_open:
+                self._keep(self.backend.update_state(ticket, state))
+            elif state.open_members:
+                self._keep(self.backend.comment(ticket, text, state))
             else:
                 self._keep(self.backend.resolve(ticket, text, replace(state, cleared_at=_seconds(a["start"]))))
 
     def _handle(self, a: Mapping[str, Any]) -> Outcome:
-        self._release(a)
-        key, ticket = self._choose(a)
+        root = self._root_ticket(a)
+        if root is not None:             # a member: its root's ticket is the incident's
+            self._release(a, root)
+            key, ticket = root.key, self._keep(root)
+        else:
+            key, ticket = self._choose(a)
         aid, is_open, severity = a["id"], a["end"] is None, a["severity"]
         member = Member(path_of(a), severity, is_open)
         priority = self.policy.priority
