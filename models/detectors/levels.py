@@ -28,6 +28,13 @@ repeats). A floor falling back to its lowest normal level of the last ``delay_fl
 baseline having crept up with a swelling queue without a step since, is the queue draining. A
 one-way delay step within the clocks' own error bound (owamp's
 max-clock-error) is not a shift: NTP moves a one-way delay that much with the path unchanged.
+
+A delay shift steps: a propagation change moves every packet at once, so at least
+``delay_jump_share`` of the change happens between one sample and the next — and, for a one-way
+delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
+an NTP correction from one side of it to the other). A queue building creeps past any threshold
+a little per sample; a floor that crept there is named only once it has stayed
+``delay_creep_s`` (a day's queue drains within its day).
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ class LevelParams(Params):
     delay_runs: int = 3              # consecutive shifted samples ...
     delay_span_s: float = 1800.0     # ... covering at least this long
     delay_settle_s: float = 3 * 86400.0  # a delay shift lasting this long becomes the new normal
+    delay_jump_share: float = 0.5    # a delay shift steps: this share of it between one sample and the next ...
+    delay_creep_s: float = 22 * 3600.0   # ... or it crept there and has stayed this long
     window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV) ...
     window_spread_max: float = 0.15  # ... and their implied window this steady across runs
     window_retrans_max: int = 0      # ... and retransmit at most this much
@@ -227,6 +236,8 @@ class LevelDetector(Detector):
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
+        self.delay_last: float | None = None   # the delay sample before this one ...
+        self.delay_from: float | None = None   # ... and the one before the pending change began
         self.floor_lows: deque[float] = deque()   # the lowest normal delay of each of the last hours ...
         self.floor_low, self.floor_until = float("inf"), 0.0   # ... and of this one, until this time
         self.busy = BusyHours()       # the path's diurnal saturation's busy hours (shared by the monitor)
@@ -247,6 +258,8 @@ class LevelDetector(Detector):
             self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
         if "window_streak" not in state:   # pickled before window limits were named from their first runs
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
+        if "delay_last" not in state:      # pickled before a delay shift had to step
+            self.delay_last = self.delay_from = None
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -491,6 +504,7 @@ class LevelDetector(Detector):
             return []
         shift = self.delay
         p = self.p
+        before, self.delay_last = self.delay_last, value
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
@@ -534,6 +548,8 @@ class LevelDetector(Detector):
                 shift.add(value)
                 return []
         self.delay_dir = direction
+        if not shift.pending:
+            self.delay_from = before
         shift.pending.append((obs.t, value))
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
@@ -562,6 +578,9 @@ class LevelDetector(Detector):
             shift.pending.clear()
             self.settled_from, self.delay_dir, self.delay_held = None, 0, False
             return []
+        if not self.delay_held and not self._stepped(base, level, direction, obs) and obs.t - first_t < p.delay_creep_s:
+            return []       # a floor that crept past the threshold (a queue building) until it outlasts a day;
+            #                 one that outlasted the daily pattern it began as shows it persists instead
         shift.frozen = (base, threshold)
         self._floor_forgotten()
         step = level - base
@@ -574,6 +593,23 @@ class LevelDetector(Detector):
             evidence={"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
                       "threshold_ms": round(threshold, 3), "samples": len(shift.pending), "one_way": obs.one_way},
         )
+
+    def _stepped(self, base: float, level: float, direction: int, obs: LatencyObs) -> bool:
+        """Whether the pending delay change came as a step: from the sample before it, at least
+        ``delay_jump_share`` of its size (``level`` - ``base``) in one sample interval, and for a
+        one-way delay more than twice the clocks' error bound: each of the two samples may be off
+        by the bound, either way (an NTP step from one end of it to the other moves that much).
+
+        A propagation change (a longer fibre, another path through the same routers) moves every
+        packet's delay at once; a queue fills, and its floor creeps past any threshold a little
+        per sample.
+        """
+        before = self.delay_from
+        if before is None:
+            return True
+        jump = direction * (self.delay.pending[0][1] - before)
+        bound = 2 * (obs.clock_error_ms or 0.0) if obs.one_way else 0.0
+        return jump >= self.p.delay_jump_share * direction * (level - base) and jump > bound
 
     def _pending_size(self, base: float) -> float:
         """How far the pending delays went from ``base`` at most."""

@@ -11,7 +11,10 @@ hour). Loss confined to the same hours of every day (none significant outside th
 ``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither;
 so is less than a day of loss in the hours that were lossy on a previous day, with the hours
 between back at the reference (a step persists through the night), or in the busy hours of the
-path's open diurnal saturation.
+path's open diurnal saturation. Loss that comes with a higher delay floor (its lossy hours'
+floor ``queue_floor_ms`` above the reference hours') is a queue overflowing — drop-tail loss
+delays what gets through, a failing component drops without queueing — and is judged as a step
+only once it has lasted ``queue_hours`` (a day: a busy hours' queue drains at night).
 The one ahead by ``shape_margin`` log-likelihood names the kind — ``loss_step`` (after at
 least ``step_hours``) or ``rising_loss``; until then the detector waits. A step's loss must be
 spread over its samples: when far more of the big samples (``spread_min_packets``) lost nothing
@@ -83,6 +86,8 @@ class LossParams(Params):
     daily_slack_hours: int = 2      # ... (give or take this many hours), and back to the reference between, is
                                     # that day's pattern again: neither a step nor a rise ...
     daily_factor: float = 2.0       # ... losing up to this many times that day's rate (a load varies day to day)
+    queue_floor_ms: float = 1.0     # loss in hours whose delay floor sits this far above the reference's ...
+    queue_hours: int = 24           # ... is a queue overflowing until it has lasted this long (then judged as any)
     lag_runs: int = 48              # throughput runs in the LAG window
     lag_min_runs: int = 6           # degraded runs needed
     lag_min_frac: float = 0.08      # degraded fraction between these two
@@ -357,6 +362,9 @@ class LossDetector(Detector):
         # Per hour, of samples of at least spread_min_packets: [hour, samples, lossless ones, packets]
         self.spread: deque[tuple[int, int, int, int]] = deque(maxlen=self.p.history_hours)
         self.current_spread: list[int] | None = None
+        # Per hour, the lowest one-way delay (or RTT) of its samples: (hour, floor ms), and this hour's
+        self.floors: deque[tuple[int, float]] = deque(maxlen=self.p.history_hours)
+        self.current_floor: float = math.inf
         self.reference_rate: float | None = None  # frozen while an episode is open
         self.loss_kind: str | None = None
         self.quiet_hours = 0
@@ -392,6 +400,8 @@ class LossDetector(Detector):
             self.history_collapsed = 0
         if "busy" not in state:            # pickled before the busy hours were shared
             self.busy = BusyHours()
+        if "floors" not in state:          # pickled before the hours' delay floors were kept
+            self.floors, self.current_floor = deque(maxlen=self.p.history_hours), math.inf
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -413,12 +423,18 @@ class LossDetector(Detector):
             self._add_bin(tuple(current))
             if self.current_spread is not None:
                 self.spread.append(tuple(self.current_spread))
+            if self.current_floor < math.inf:
+                self.floors.append((current[0], self.current_floor))
             out = self._judge(obs.t)
             self.current = self.current_spread = current = None
+            self.current_floor = math.inf
         if current is None:
             self.current = current = [hour, 0, 0]
         current[1] += lost
         current[2] += sent
+        floor = obs.delay_min_ms
+        if floor is not None and floor < self.current_floor:
+            self.current_floor = floor
         if sent >= self.p.spread_min_packets:
             spread = self.current_spread
             if spread is None:
@@ -533,6 +549,8 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         if step_llr - ramp_llr >= p.shape_margin and could_step:
+            if len(after) < p.queue_hours and self._queued(after):
+                return []
             self.loss_kind, self.reference_rate = "loss_step", p0
             rate = lost / sent
             return self.open(
@@ -542,6 +560,21 @@ class LossDetector(Detector):
                 evidence=evidence,
             )
         return []
+
+    def _queued(self, after: list[tuple[int, int, int]]) -> bool:
+        """Whether the hours since the change that lost packets also delayed them: their typical
+        delay floor ``queue_floor_ms`` or more above the reference hours' (the median of each).
+
+        Drop-tail loss is a full queue overflowing, and a full queue delays every packet that gets
+        through it; a failing optic, a bad cable or a policer drops without queueing anything.
+        """
+        floors = dict(self.floors)
+        lossy = [floors[hour] for hour, lost, _ in after if lost and hour in floors]
+        first = after[0][0]
+        before = [floor for hour, floor in self.floors if hour < first]
+        if not lossy or not before:
+            return False
+        return median(lossy) - median(before) >= self.p.queue_floor_ms
 
     def _tail_too_low(self) -> bool:
         """Whether :meth:`_judge` would stop at its first test, its highest tail rate too low for

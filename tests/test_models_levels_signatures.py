@@ -1,0 +1,68 @@
+"""latency_shift from its physical signature: a propagation change steps, a queue creeps, a clock
+correction stays within the clocks' error bound (issue 16).
+
+Each series is built here from first principles (no simulator): a path's delay floor with a
+little noise, plus one change.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pathwatch.models.config import DetectorConfig
+from pathwatch.models.engine import replay_observations
+from tests.detector_series import DAY, HOUR, T0, latency, latency_times
+
+LEVELS = DetectorConfig(enabled=("levels",))
+
+
+def shifts(observations):
+    return [a for a in replay_observations("a", "b", observations, config=LEVELS) if a.kind == "latency_shift"]
+
+
+def busy_queue(t: float, *, peak_h: float, width_h: float, floor_ms: float) -> float:
+    """A standing queue's share of the floor: a Gaussian bump around the local busy hour, every day."""
+    distance = abs((t % DAY) / HOUR - peak_h)
+    distance = min(distance, 24.0 - distance)
+    return floor_ms * math.exp(-0.5 * (distance / width_h) ** 2)
+
+
+@pytest.mark.parametrize("peak_h,width_h,floor_ms", [(14.0, 2.0, 5.0), (13.0, 3.0, 12.0), (16.0, 4.0, 20.0)])
+def test_a_floor_that_creeps_up_every_afternoon_is_no_latency_shift_from_the_first_day(peak_h, width_h, floor_ms):
+    rng = np.random.default_rng(int(floor_ms))
+    obs = [latency(t, 20.0 + rng.normal(0, 0.004) + busy_queue(t, peak_h=peak_h, width_h=width_h, floor_ms=floor_ms))
+           for t in latency_times(3)]
+    assert shifts(obs) == []
+
+
+@pytest.mark.parametrize("step_ms", [3.0, -3.0, 12.0])
+def test_a_delay_step_beyond_the_clocks_bound_is_a_latency_shift_at_once(step_ms):
+    rng = np.random.default_rng(7)
+    onset = T0 + 1.5 * DAY + 7 * 60
+    obs = [latency(t, 20.0 + rng.normal(0, 0.004) + (step_ms if t >= onset else 0.0)) for t in latency_times(3)]
+    found = shifts(obs)
+    assert len(found) == 1 and 0 <= found[0].start - onset <= 600 and found[0].detected_at - onset <= HOUR
+    assert math.copysign(1, found[0].evidence["step_ms"]) == math.copysign(1, step_ms)
+
+
+def test_a_step_within_twice_the_clock_error_bound_is_no_latency_shift_within_a_day():
+    # NTP corrects an offset from one side of its bound to the other: one-way delays move by up
+    # to twice the bound, with the path unchanged (the reverse direction moves the other way).
+    rng = np.random.default_rng(3)
+    onset = T0 + 1.5 * DAY + 7 * 60
+    obs = [latency(t, 20.0 + rng.normal(0, 0.004) + (1.7 if t >= onset else 0.0), clock_error=1.0)
+           for t in latency_times(2)]
+    assert shifts(obs) == []
+
+
+def test_a_floor_that_crept_up_and_stays_is_named_once_it_outlasts_a_day():
+    rng = np.random.default_rng(5)
+    begin = T0 + DAY
+    obs = [latency(t, 20.0 + rng.normal(0, 0.004) + min(8.0, max(0.0, (t - begin) / HOUR)))
+           for t in latency_times(4)]
+    found = shifts(obs)
+    assert len(found) == 1 and found[0].evidence["step_ms"] > 6.0
+    assert DAY - 2 * HOUR <= found[0].detected_at - found[0].start <= DAY + HOUR
