@@ -66,3 +66,27 @@ def test_a_floor_that_crept_up_and_stays_is_named_once_it_outlasts_a_day():
     found = shifts(obs)
     assert len(found) == 1 and found[0].evidence["step_ms"] > 6.0
     assert DAY - 2 * HOUR <= found[0].detected_at - found[0].start <= DAY + HOUR
+
+
+def test_an_ntp_slew_within_the_clocks_bound_that_stays_is_the_new_normal_not_a_shift():
+    # A slew over 50 minutes moves the one-way floor by 1.2 ms (within twice a 1 ms bound) and
+    # stays there until the next correction, days later.
+    rng = np.random.default_rng(9)
+    begin = T0 + DAY
+    obs = [latency(t, 3.5 + rng.normal(0, 0.004) + min(1.2, max(0.0, (t - begin) / 3000.0 * 1.2)), clock_error=1.0)
+           for t in latency_times(4)]
+    assert shifts(obs) == []
+
+
+def test_a_shift_that_a_queue_creeps_back_over_stays_open_until_the_path_steps_back():
+    # A route 12 ms shorter; on it a busy-hour queue raises the floor by up to 15 ms every
+    # afternoon, back past the old level: the shift is still there (one episode), until the
+    # route steps back.
+    rng = np.random.default_rng(11)
+    onset, back = T0 + DAY + 3 * HOUR, T0 + 3 * DAY + 5 * HOUR
+    obs = [latency(t, 60.0 + rng.normal(0, 0.004) - (12.0 if onset <= t < back else 0.0)
+                   + (busy_queue(t, peak_h=14.0, width_h=2.0, floor_ms=15.0) if t >= onset else 0.0))
+           for t in latency_times(5)]
+    found = shifts(obs)
+    assert len(found) == 1 and found[0].evidence["step_ms"] < -10
+    assert found[0].end is not None and abs(found[0].end - back) <= HOUR

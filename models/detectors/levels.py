@@ -34,7 +34,9 @@ A delay shift steps: a propagation change moves every packet at once, so at leas
 delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
 an NTP correction from one side of it to the other). A queue building creeps past any threshold
 a little per sample; a floor that crept there is named only once it has stayed
-``delay_creep_s`` (a day's queue drains within its day).
+``delay_creep_s`` (a day's queue drains within its day), and then only beyond what the clocks
+may move it (less is their new offset: the baseline follows). A shift ends the way it began, by
+a step back; a queue on the new path creeping up past the old level does not end it.
 """
 
 from __future__ import annotations
@@ -525,7 +527,7 @@ class LevelDetector(Detector):
             return []
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
-            if direction != self.delay_dir:
+            if direction != self.delay_dir and self._stepped_back(before, value, opened, obs):
                 self.delay_daily.record(opened.start, obs.t, self.delay_dir, p, self._pending_size(base))
                 return self._delay_reset(obs.t, "delay returned to its baseline")
             if obs.t - opened.start >= self.p.delay_settle_s and not self.busy.covers(obs.t, obs.t, p.daily_slack_s):
@@ -578,9 +580,17 @@ class LevelDetector(Detector):
             shift.pending.clear()
             self.settled_from, self.delay_dir, self.delay_held = None, 0, False
             return []
-        if not self.delay_held and not self._stepped(base, level, direction, obs) and obs.t - first_t < p.delay_creep_s:
-            return []       # a floor that crept past the threshold (a queue building) until it outlasts a day;
-            #                 one that outlasted the daily pattern it began as shows it persists instead
+        if not self.delay_held and not self._stepped(base, level, direction, obs):
+            # A floor that crept past the threshold (a queue building) until it outlasts a day (one
+            # that outlasted the daily pattern it began as shows it persists instead), and then
+            # only beyond what the clocks may move it: less is their new offset, the path's normal.
+            if obs.t - first_t < p.delay_creep_s:
+                return []
+            if abs(level - base) <= self._clocks_may_move(obs):
+                shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+                shift.pending.clear()
+                self.delay_dir = 0
+                return []
         shift.frozen = (base, threshold)
         self._floor_forgotten()
         step = level - base
@@ -608,8 +618,22 @@ class LevelDetector(Detector):
         if before is None:
             return True
         jump = direction * (self.delay.pending[0][1] - before)
-        bound = 2 * (obs.clock_error_ms or 0.0) if obs.one_way else 0.0
-        return jump >= self.p.delay_jump_share * direction * (level - base) and jump > bound
+        return jump >= self.p.delay_jump_share * direction * (level - base) and jump > self._clocks_may_move(obs)
+
+    def _stepped_back(self, before: float | None, value: float, opened: Anomaly, obs: LatencyObs) -> bool:
+        """Whether the delay came back from the open shift ``opened`` as a step (see :meth:`_stepped`):
+        a route or a fibre reverts at once; a queue on the new path creeps up past the old level."""
+        if before is None:
+            return True
+        jump = -self.delay_dir * (value - before)
+        size = abs(opened.evidence["level_ms"] - opened.evidence["baseline_ms"])
+        return jump >= self.p.delay_jump_share * size and jump > self._clocks_may_move(obs)
+
+    @staticmethod
+    def _clocks_may_move(obs: LatencyObs) -> float:
+        """How far the clocks may move a delay between two samples: twice their error bound for a
+        one-way delay (each sample off by up to the bound, either way), nothing for an RTT."""
+        return 2 * (obs.clock_error_ms or 0.0) if obs.one_way else 0.0
 
     def _pending_size(self, base: float) -> float:
         """How far the pending delays went from ``base`` at most."""
