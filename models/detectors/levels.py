@@ -14,10 +14,10 @@ standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
 first such run, when a congested run or two just before it were low too); runs that stall at
-the start are left to the MTU detector. A window limit is also named from its absolute
-signature, with no "before" to compare with (an untuned host from the first run): runs in a row
-that move the very window iperf3 reports every round trip (rate × RTT, the bytes in flight),
-flat, without retransmits, the same window each run.
+the start as in a black hole (near-silence that retransmits) are left to the MTU detector. A
+window limit is also named from its absolute signature, with no "before" to compare with (an
+untuned host from the first run): runs in a row that move the very window iperf3 reports every
+round trip (rate × RTT, the bytes in flight), flat, without retransmits, the same window each run.
 
 A level shift persists; a load pattern follows the clock. A change that came back within
 ``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
@@ -41,7 +41,7 @@ from operator import sub
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
-from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
 from pathwatch.models.window import SortedWindow, median
 
 
@@ -75,7 +75,8 @@ class LevelParams(Params):
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
-    stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
+    stall_s: float = 2.0             # runs stalled this long at start ...
+    stall_retransmits_min: int = 2   # ... retransmitting this much belong to the MTU detector (a slow start's don't)
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
@@ -258,7 +259,7 @@ class LevelDetector(Detector):
 
     # ------------------------------------------------------------------ throughput
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
-        if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
+        if not obs.ok or obs.udp or not obs.bps or black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
             return []
         bound = self._window_bound_run(obs)
         found = self._against_baseline(obs)

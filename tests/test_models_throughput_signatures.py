@@ -1,0 +1,41 @@
+"""Issue 16: throughput kinds named only from what their cause alone does on the wire.
+
+A path MTU black hole stalls a run's start with retransmits (the vanished head segment resent at
+each timeout); a slow start on a long fat path moves as little in its first seconds but loses
+nothing. Small constructed series, no simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pathwatch.models.config import DetectorConfig
+from pathwatch.models.engine import replay_observations
+from tests.detector_series import DAY, HOUR, T0, run, throughput_series
+
+
+def detect(observations, enabled=("mtu", "levels")):
+    return replay_observations("a", "b", observations, config=DetectorConfig(enabled=enabled))
+
+
+def long_fat_path(rng, days=4, *, stall_retransmits=0):
+    """A 170 ms, 6 Gb/s path whose every run takes 1-2 s of slow start before it moves a tenth of its rate."""
+    obs = []
+    for i, (t, bps) in enumerate(throughput_series(rng, days, level=6e9)):
+        stall = 2.0 if (t - T0) % DAY >= 8 * HOUR and (t - T0) % DAY < 16 * HOUR else 1.0   # busy hours: a longer RTT
+        obs.append(run(t, bps, rtt_ms=170.0 + 5.0 * (stall > 1), retransmits=10, stall_s=stall,
+                       stall_retransmits=stall_retransmits if stall > 1 else 0))
+    return obs
+
+
+def test_a_slow_start_on_a_long_fat_path_is_no_mtu_blackhole():
+    """Runs whose first 2 s move under a tenth of the run's rate, without a retransmit, at the
+    usual rate: slow start (the old code named them a black hole every busy afternoon)."""
+    found = detect(long_fat_path(np.random.default_rng(1)))
+    assert not [a for a in found if a.kind in ("mtu_blackhole", "throughput_drop")], [a.summary for a in found]
+
+
+def test_stalls_that_retransmit_are_still_an_mtu_blackhole():
+    """The same stalls, each resending the lost segment at every timeout: the black hole's own signature."""
+    found = detect(long_fat_path(np.random.default_rng(1), stall_retransmits=4))
+    assert [a.kind for a in found if a.kind == "mtu_blackhole"], [a.summary for a in found]
