@@ -39,3 +39,28 @@ def test_stalls_that_retransmit_are_still_an_mtu_blackhole():
     """The same stalls, each resending the lost segment at every timeout: the black hole's own signature."""
     found = detect(long_fat_path(np.random.default_rng(1), stall_retransmits=4))
     assert [a.kind for a in found if a.kind == "mtu_blackhole"], [a.summary for a in found]
+
+
+def dipped(rng, *, low_runs, keep=0.65, days=5, onset=T0 + 3 * DAY + 8 * HOUR):
+    """Runs every 2 h at ~9 Gb/s; ``low_runs`` runs from ``onset`` keep ``keep`` of the rate (None: to the end)."""
+    obs = []
+    for t, bps in throughput_series(rng, days, noise=0.04):
+        k = (t - onset) // (2 * HOUR)
+        low = t >= onset and (low_runs is None or k < low_runs)
+        obs.append(run(t, bps * keep if low else bps, retransmits=10))
+    return obs
+
+
+def test_a_dip_that_is_back_up_when_it_could_be_named_is_no_throughput_drop():
+    """Four low runs over 6 h (a loaded host, a burst of cross traffic), then the rate is back: the
+    old code named a drop on the first run back at the baseline."""
+    for seed in range(4):
+        found = detect(dipped(np.random.default_rng(seed), low_runs=4), enabled=("levels",))
+        assert not [a for a in found if a.kind == "throughput_drop"], (seed, [a.summary for a in found])
+
+
+def test_a_drop_that_persists_is_named_while_it_lasts():
+    for seed in range(4):
+        found = detect(dipped(np.random.default_rng(seed), low_runs=None), enabled=("levels",))
+        drops = [a for a in found if a.kind == "throughput_drop"]
+        assert len(drops) == 1 and drops[0].detected_at - (T0 + 3 * DAY + 8 * HOUR) <= 12 * HOUR, [a.summary for a in found]

@@ -9,7 +9,11 @@ return to the level it had before is then the old normal coming back, not a new 
 
 Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
 standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
-30 % drop leaves half its runs above the per-run threshold, but not their median.
+30 % drop leaves half its runs above the per-run threshold, but not their median. A drop
+persists: either way it is named only while the latest run still sits nearer the low runs'
+level than the baseline. Low runs that are over by the time they span ``tput_span_s`` (a host
+busy for some hours, a burst of cross traffic) were a passing load, not a lasting drop; a run
+back up defers the verdict to the next one.
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
@@ -354,7 +358,7 @@ class LevelDetector(Detector):
             if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
                 self._add_normal(obs)
             shifted = self._level_shift(base)
-            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         self.low_runs.append(obs)
         runs = self.low_runs
         highs = sum(1 for r in runs if r.bps >= base - spread)
@@ -366,12 +370,12 @@ class LevelDetector(Detector):
                     self._add_normal(r)
             self.low_runs = []
             shifted = self._level_shift(base)
-            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
         if median(r.bps for r in runs) >= base - spread or self._daily_trough(runs[0].t, obs.t):
             return []
-        return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs.t)
+        return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs)
 
     def _daily_trough(self, start: float, now: float) -> bool:
         """Whether low runs from ``start`` to ``now`` are the path's daily trough again: within the
@@ -402,14 +406,19 @@ class LevelDetector(Detector):
             return None     # one dip that has come back up since, within the day: not a level that persists
         return lows
 
-    def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, at: float) -> list[Anomaly]:
-        """Open throughput_drop (or window_limited when the low ``runs`` are window-bound)."""
+    def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, latest: ThroughputObs) -> list[Anomaly]:
+        """Open throughput_drop (or window_limited when the low ``runs`` are window-bound), unless
+        the ``latest`` run is back nearer the baseline than the low runs' level: a drop persists;
+        one that is over by the time it could be named was a passing load (the next run decides)."""
+        level = median(r.bps for r in runs)
+        if latest.bps >= (base + level) / 2:
+            return []
+        at = latest.t
         self.low_runs = []
         window, bound = self._window_bound(runs)
         if window is not None and self.window_held is not None:
             return []       # window-bound runs on a path whose window limit is named already: the same limit
         self.tput.frozen = (base, spread)
-        level = median(r.bps for r in runs)
         drop = 1 - level / base
         evidence = {
             "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
