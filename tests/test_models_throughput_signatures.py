@@ -64,3 +64,29 @@ def test_a_drop_that_persists_is_named_while_it_lasts():
         found = detect(dipped(np.random.default_rng(seed), low_runs=None), enabled=("levels",))
         drops = [a for a in found if a.kind == "throughput_drop"]
         assert len(drops) == 1 and drops[0].detected_at - (T0 + 3 * DAY + 8 * HOUR) <= 12 * HOUR, [a.summary for a in found]
+
+
+def nic_paced(rng, *, cv_low, keep=0.65, days=5, onset=T0 + 3 * DAY + 8 * HOUR, hours=12.0):
+    """A 1 Gb/s path its NIC paces evenly (interval CV ~0.004); for ``hours`` from ``onset`` its runs
+    keep ``keep`` of the rate with interval CV ``cv_low`` and no retransmits."""
+    obs = []
+    for t, bps in throughput_series(rng, days, level=0.94e9, noise=0.003):
+        low = onset <= t < onset + hours * HOUR
+        cv = cv_low * rng.uniform(0.7, 1.3) if low else rng.uniform(0.002, 0.006)
+        obs.append(run(t, min(bps, 0.94e9) * (keep if low else 1.0), cv=cv, retransmits=0))
+    return obs
+
+
+def test_runs_a_loaded_host_paces_unevenly_are_no_throughput_drop():
+    """Half a day of runs at 65 % that move their bytes in uneven gulps (CV ~0.08 where the NIC's
+    pace gives ~0.004) and lose nothing: the host's CPU sets the pace, not the network."""
+    for seed in range(4):
+        found = detect(nic_paced(np.random.default_rng(seed), cv_low=0.08), enabled=("levels",))
+        assert not [a for a in found if a.kind == "throughput_drop"], (seed, [a.summary for a in found])
+
+
+def test_an_even_drop_on_the_same_path_is_a_throughput_drop():
+    """The same drop paced as evenly as ever (a slower link or a policer): the network's."""
+    for seed in range(4):
+        found = detect(nic_paced(np.random.default_rng(seed), cv_low=0.004), enabled=("levels",))
+        assert [a.kind for a in found if a.kind in ("throughput_drop", "window_limited")], (seed, [a.summary for a in found])

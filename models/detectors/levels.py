@@ -13,7 +13,11 @@ standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on
 persists: either way it is named only while the latest run still sits nearer the low runs'
 level than the baseline. Low runs that are over by the time they span ``tput_span_s`` (a host
 busy for some hours, a burst of cross traffic) were a passing load, not a lasting drop; a run
-back up defers the verdict to the next one.
+back up defers the verdict to the next one. A run its own host paced says nothing about the
+path's capacity and counts neither way: its per-second rates spread ``host_cv_factor`` times
+more than the path's normal runs' (a NIC or a network bottleneck paces a flow as evenly as
+ever; a sender or receiver short of CPU moves its bytes in uneven gulps) while it retransmits
+no more than they do (a network that slows a flow loses packets; a busy CPU loses none).
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
@@ -81,6 +85,9 @@ class LevelParams(Params):
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
     stall_s: float = 2.0             # runs stalled this long at start ...
     stall_retransmits_min: int = 2   # ... retransmitting this much belong to the MTU detector (a slow start's don't)
+    host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
+    host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
+    host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
@@ -229,6 +236,7 @@ class LevelDetector(Detector):
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
+        self.normal_cvs: deque[float] = deque(maxlen=self.p.baseline)   # the normal runs' interval CVs
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
@@ -250,6 +258,8 @@ class LevelDetector(Detector):
             self.dip = None
         if "floor_lows" not in state:      # pickled before the recent floor was kept
             self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
+        if "normal_cvs" not in state:      # pickled before host-paced runs were told apart
+            self.normal_cvs = deque(maxlen=self.p.baseline)
         if "window_streak" not in state:   # pickled before window limits were named from their first runs
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
 
@@ -266,8 +276,21 @@ class LevelDetector(Detector):
         if not obs.ok or obs.udp or not obs.bps or black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
             return []
         bound = self._window_bound_run(obs)
-        found = self._against_baseline(obs)
+        found = [] if self._host_paced(obs) else self._against_baseline(obs)
         return bound + found if bound else found
+
+    def _host_paced(self, obs: ThroughputObs) -> bool:
+        """Whether the run's own host, not the network, set its pace: its per-second rates spread
+        ``host_cv_factor`` times (and ``host_cv_min``) more than the path's normal runs' do, while
+        it retransmits no more than they do (``host_retrans_quantile``). A NIC or a network
+        bottleneck paces a flow as evenly as ever, and a network that slows it loses packets
+        (retransmits); a sender or receiver short of CPU moves its bytes in uneven gulps and loses
+        nothing. Such a run says nothing about the path's capacity: neither low nor normal."""
+        p, cvs, cv = self.p, self.normal_cvs, obs.interval_cv
+        if cv is None or cv < p.host_cv_min or len(cvs) < p.min_baseline or cv < p.host_cv_factor * median(cvs):
+            return False
+        retransmits = sorted(r for r, _ in self.normal_runs)
+        return (obs.retransmits or 0) <= retransmits[min(len(retransmits) - 1, int(p.host_retrans_quantile * len(retransmits)))]
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
@@ -447,6 +470,8 @@ class LevelDetector(Detector):
     def _add_normal(self, run: ThroughputObs) -> None:
         self.tput.add(run.bps)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
+        if run.interval_cv is not None:
+            self.normal_cvs.append(run.interval_cv)
 
     def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
         """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""
