@@ -90,3 +90,25 @@ def test_an_even_drop_on_the_same_path_is_a_throughput_drop():
     for seed in range(4):
         found = detect(nic_paced(np.random.default_rng(seed), cv_low=0.004), enabled=("levels",))
         assert [a.kind for a in found if a.kind in ("throughput_drop", "window_limited")], (seed, [a.summary for a in found])
+
+
+def test_a_host_busy_every_afternoon_on_a_standing_queue_path_is_no_diurnal_saturation():
+    """A benign standing queue raises the delay floor and loses a few probes every afternoon (the
+    latency tests corroborate a queue) while the TCP runs keep their rate; the hourly runs that
+    fall in three of those hours are slowed by their own host's CPU (uneven seconds, no
+    retransmits). The old code named a diurnal saturation from them; they say nothing about the
+    path's queue."""
+    from tests.detector_series import latency, latency_times
+
+    rng = np.random.default_rng(3)
+    obs = []
+    for t, bps in throughput_series(rng, 5, every_h=1.0, level=0.94e9, noise=0.003):
+        loaded = 12.5 <= (t - T0) % DAY / HOUR < 15.5
+        obs.append(run(t, min(bps, 0.94e9) * (0.6 if loaded else 1.0), retransmits=0,
+                       cv=0.09 if loaded else rng.uniform(0.002, 0.006)))
+    for t in latency_times(5):
+        busy = 11.0 <= (t - T0) % DAY / HOUR < 16.0
+        obs.append(latency(t, 10.0 + rng.normal(0, 0.02) + 8.0 * busy, queue=0.3 + 0.5 * busy,
+                           lost=int(rng.binomial(6000, 2e-3 if busy else 1e-5))))
+    found = detect(obs, enabled=("diurnal", "levels"))
+    assert not [a for a in found if a.kind == "diurnal_saturation"], [a.summary for a in found]

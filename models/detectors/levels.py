@@ -50,6 +50,7 @@ from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
 from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
+from pathwatch.models.pace import HostPace
 from pathwatch.models.window import SortedWindow, median
 
 
@@ -236,7 +237,7 @@ class LevelDetector(Detector):
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
-        self.normal_cvs: deque[float] = deque(maxlen=self.p.baseline)   # the normal runs' interval CVs
+        self.pace = HostPace(self.p.baseline)   # the normal runs' evenness and retransmits
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
@@ -258,8 +259,8 @@ class LevelDetector(Detector):
             self.dip = None
         if "floor_lows" not in state:      # pickled before the recent floor was kept
             self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
-        if "normal_cvs" not in state:      # pickled before host-paced runs were told apart
-            self.normal_cvs = deque(maxlen=self.p.baseline)
+        if "pace" not in state:            # pickled before host-paced runs were told apart
+            self.pace = HostPace(self.p.baseline)
         if "window_streak" not in state:   # pickled before window limits were named from their first runs
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
 
@@ -280,17 +281,10 @@ class LevelDetector(Detector):
         return bound + found if bound else found
 
     def _host_paced(self, obs: ThroughputObs) -> bool:
-        """Whether the run's own host, not the network, set its pace: its per-second rates spread
-        ``host_cv_factor`` times (and ``host_cv_min``) more than the path's normal runs' do, while
-        it retransmits no more than they do (``host_retrans_quantile``). A NIC or a network
-        bottleneck paces a flow as evenly as ever, and a network that slows it loses packets
-        (retransmits); a sender or receiver short of CPU moves its bytes in uneven gulps and loses
-        nothing. Such a run says nothing about the path's capacity: neither low nor normal."""
-        p, cvs, cv = self.p, self.normal_cvs, obs.interval_cv
-        if cv is None or cv < p.host_cv_min or len(cvs) < p.min_baseline or cv < p.host_cv_factor * median(cvs):
-            return False
-        retransmits = sorted(r for r, _ in self.normal_runs)
-        return (obs.retransmits or 0) <= retransmits[min(len(retransmits) - 1, int(p.host_retrans_quantile * len(retransmits)))]
+        """Whether the run's own host, not the network, set its pace (:mod:`pathwatch.models.pace`,
+        against the path's normal runs): such a run says nothing about the path's capacity."""
+        p = self.p
+        return self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline)
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
@@ -470,8 +464,7 @@ class LevelDetector(Detector):
     def _add_normal(self, run: ThroughputObs) -> None:
         self.tput.add(run.bps)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
-        if run.interval_cv is not None:
-            self.normal_cvs.append(run.interval_cv)
+        self.pace.add(run)
 
     def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
         """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""
