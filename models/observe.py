@@ -83,6 +83,20 @@ class TraceObs:
 Observation = ThroughputObs | LatencyObs | TraceObs
 
 
+def black_hole_stall(obs: ThroughputObs, stall_s: float, retransmits_min: int) -> bool:
+    """Whether a run's start stalls as in a path MTU black hole: ``stall_s`` or more of near-silence
+    that retransmit at least ``retransmits_min`` segments (the vanished head segment resent at each
+    retransmission timeout). A slow start's first seconds on a long fat path move as little but
+    lose nothing: no retransmits, no stall.
+
+    >>> from dataclasses import replace
+    >>> slow_start = ThroughputObs(0.0, True, None, 6e9, 0, 170.0, None, 8948, 10.0, 1, False, 2.0, 0.05, 0)
+    >>> black_hole_stall(slow_start, 2.0, 2), black_hole_stall(replace(slow_start, stall_retransmits=5), 2.0, 2)
+    (False, True)
+    """
+    return obs.stall_s >= stall_s and obs.stall_retransmits >= retransmits_min
+
+
 def observe(record: dict[str, Any]) -> Observation | None:
     """The observation for one canonical record; None for a kind no detector reads."""
     kind = record.get("kind")

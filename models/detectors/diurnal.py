@@ -27,6 +27,11 @@ growing: re-emitted (the same id) on each day its trough is seen again, with the
 depth and the busy hours' queueing, loss and floor, and its busy hours are shared
 (:class:`BusyHours`) with the path's levels and loss detectors, whose delay rises, loss and
 troughs within them are its symptoms, not new problems.
+
+Runs their own host paced (:mod:`pathwatch.models.pace`: uneven per second, no more retransmits
+than usual — a host short of CPU) are left out: a host busy at some hours slows its runs without
+any queue on the path. So are runs whose start stalls as in an MTU black hole (near-silence that
+retransmits), but not a slow start's slow first seconds on a long fat path.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ import numpy as np
 
 from pathwatch.models.anomaly import SEVERITIES, Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
-from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
+from pathwatch.models.pace import HostPace
 from pathwatch.models.significance import mannwhitney_pvalue
 
 DAY = 86400.0
@@ -60,7 +66,13 @@ class DiurnalParams(Params):
     quiet_days: int = 2
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
-    stall_s: float = 2.0           # runs stalled this long at start (an MTU problem) are left out
+    stall_s: float = 2.0           # runs stalled this long at start ...
+    stall_retransmits_min: int = 2  # ... retransmitting this much (an MTU black hole; a slow start's don't) are left out
+    host_cv_factor: float = 3.0    # runs their own host paced (pathwatch.models.pace: per-second rates spread
+    host_cv_min: float = 0.01      # this many times the path's usual runs', at least this CV, and no more
+    host_retrans_quantile: float = 0.75   # retransmits than this quantile of the usual runs') are left out
+    host_runs: int = 24            # usual runs kept for that ...
+    host_min_runs: int = 6         # ... and needed before judging
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -338,6 +350,7 @@ class DiurnalDetector(Detector):
         self.last_trough_day: int | None = None
         self.busy = BusyHours()               # the open episode's busy hours, for the path's other detectors
         self.days_seen = 0                    # days the open episode's trough was seen on
+        self.pace = HostPace(self.p.host_runs)   # the path's usual runs' evenness and retransmits
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -345,6 +358,8 @@ class DiurnalDetector(Detector):
             self.busy = BusyHours()
             self.busy.window = self.window if self.is_open("diurnal_saturation") else None
             self.days_seen = 0
+        if "pace" not in state:             # pickled before host-paced runs were left out
+            self.pace = HostPace(self.p.host_runs)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -355,8 +370,11 @@ class DiurnalDetector(Detector):
         return {ThroughputObs: self._observe_run, LatencyObs: self._observe_latency}
 
     def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
-        if obs.ok and not obs.udp and obs.bps and obs.stall_s < self.p.stall_s:
-            self.runs.append((obs.t, obs.bps))
+        p = self.p
+        if obs.ok and not obs.udp and obs.bps and not black_hole_stall(obs, p.stall_s, p.stall_retransmits_min):
+            if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
+                self.runs.append((obs.t, obs.bps))
+                self.pace.add(obs)
         return self._advance(obs.t)
 
     def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:

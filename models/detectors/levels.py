@@ -9,15 +9,23 @@ return to the level it had before is then the old normal coming back, not a new 
 
 Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
 standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
-30 % drop leaves half its runs above the per-run threshold, but not their median.
+30 % drop leaves half its runs above the per-run threshold, but not their median. A drop
+persists: either way it is named only while the latest run still sits nearer the low runs'
+level than the baseline. Low runs that are over by the time they span ``tput_span_s`` (a host
+busy for some hours, a burst of cross traffic) were a passing load, not a lasting drop; a run
+back up defers the verdict to the next one. A run its own host paced says nothing about the
+path's capacity and counts neither way: its per-second rates spread ``host_cv_factor`` times
+more than the path's normal runs' (a NIC or a network bottleneck paces a flow as evenly as
+ever; a sender or receiver short of CPU moves its bytes in uneven gulps) while it retransmits
+no more than they do (a network that slows a flow loses packets; a busy CPU loses none).
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
 first such run, when a congested run or two just before it were low too); runs that stall at
-the start are left to the MTU detector. A window limit is also named from its absolute
-signature, with no "before" to compare with (an untuned host from the first run): runs in a row
-that move the very window iperf3 reports every round trip (rate × RTT, the bytes in flight),
-flat, without retransmits, the same window each run.
+the start as in a black hole (near-silence that retransmits) are left to the MTU detector. A
+window limit is also named from its absolute signature, with no "before" to compare with (an
+untuned host from the first run): runs in a row that move the very window iperf3 reports every
+round trip (rate × RTT, the bytes in flight), flat, without retransmits, the same window each run.
 
 A level shift persists; a load pattern follows the clock. A change that came back within
 ``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
@@ -50,7 +58,8 @@ from operator import sub
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
-from pathwatch.models.observe import LatencyObs, ThroughputObs
+from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
+from pathwatch.models.pace import HostPace
 from pathwatch.models.window import SortedWindow, median
 
 
@@ -86,7 +95,11 @@ class LevelParams(Params):
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
-    stall_s: float = 2.0             # runs stalled this long at start belong to the MTU detector
+    stall_s: float = 2.0             # runs stalled this long at start ...
+    stall_retransmits_min: int = 2   # ... retransmitting this much belong to the MTU detector (a slow start's don't)
+    host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
+    host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
+    host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
@@ -235,6 +248,7 @@ class LevelDetector(Detector):
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
+        self.pace = HostPace(self.p.baseline)   # the normal runs' evenness and retransmits
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
@@ -258,6 +272,8 @@ class LevelDetector(Detector):
             self.dip = None
         if "floor_lows" not in state:      # pickled before the recent floor was kept
             self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
+        if "pace" not in state:            # pickled before host-paced runs were told apart
+            self.pace = HostPace(self.p.baseline)
         if "window_streak" not in state:   # pickled before window limits were named from their first runs
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
         if "delay_last" not in state:      # pickled before a delay shift had to step
@@ -273,11 +289,17 @@ class LevelDetector(Detector):
 
     # ------------------------------------------------------------------ throughput
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
-        if not obs.ok or obs.udp or not obs.bps or obs.stall_s >= self.p.stall_s:
+        if not obs.ok or obs.udp or not obs.bps or black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
             return []
         bound = self._window_bound_run(obs)
-        found = self._against_baseline(obs)
+        found = [] if self._host_paced(obs) else self._against_baseline(obs)
         return bound + found if bound else found
+
+    def _host_paced(self, obs: ThroughputObs) -> bool:
+        """Whether the run's own host, not the network, set its pace (:mod:`pathwatch.models.pace`,
+        against the path's normal runs): such a run says nothing about the path's capacity."""
+        p = self.p
+        return self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline)
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
@@ -368,7 +390,7 @@ class LevelDetector(Detector):
             if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
                 self._add_normal(obs)
             shifted = self._level_shift(base)
-            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         self.low_runs.append(obs)
         runs = self.low_runs
         highs = sum(1 for r in runs if r.bps >= base - spread)
@@ -380,12 +402,12 @@ class LevelDetector(Detector):
                     self._add_normal(r)
             self.low_runs = []
             shifted = self._level_shift(base)
-            return [] if shifted is None else self._open_drop(shifted, base, spread, obs.t)
+            return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
         if median(r.bps for r in runs) >= base - spread or self._daily_trough(runs[0].t, obs.t):
             return []
-        return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs.t)
+        return self._open_drop([r for r in runs if r.bps < base - spread], base, spread, obs)
 
     def _daily_trough(self, start: float, now: float) -> bool:
         """Whether low runs from ``start`` to ``now`` are the path's daily trough again: within the
@@ -416,14 +438,19 @@ class LevelDetector(Detector):
             return None     # one dip that has come back up since, within the day: not a level that persists
         return lows
 
-    def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, at: float) -> list[Anomaly]:
-        """Open throughput_drop (or window_limited when the low ``runs`` are window-bound)."""
+    def _open_drop(self, runs: list[ThroughputObs], base: float, spread: float, latest: ThroughputObs) -> list[Anomaly]:
+        """Open throughput_drop (or window_limited when the low ``runs`` are window-bound), unless
+        the ``latest`` run is back nearer the baseline than the low runs' level: a drop persists;
+        one that is over by the time it could be named was a passing load (the next run decides)."""
+        level = median(r.bps for r in runs)
+        if latest.bps >= (base + level) / 2:
+            return []
+        at = latest.t
         self.low_runs = []
         window, bound = self._window_bound(runs)
         if window is not None and self.window_held is not None:
             return []       # window-bound runs on a path whose window limit is named already: the same limit
         self.tput.frozen = (base, spread)
-        level = median(r.bps for r in runs)
         drop = 1 - level / base
         evidence = {
             "baseline_bps": round(base), "level_bps": round(level), "drop_pct": round(100 * drop, 1),
@@ -452,6 +479,7 @@ class LevelDetector(Detector):
     def _add_normal(self, run: ThroughputObs) -> None:
         self.tput.add(run.bps)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
+        self.pace.add(run)
 
     def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
         """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""

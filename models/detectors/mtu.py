@@ -6,6 +6,15 @@ nothing past that hop; throughput runs stall at the start — seconds with almos
 retransmits while TCP waits for a frag-needed that never comes — and then crawl. Traceroute's
 small probes and owamp look fine, which is why operators miss it. It closes when a run starts
 cleanly and the path MTU is back.
+
+A stall is a black hole's only when its seconds retransmit (``stall_retransmits_min``): every
+full-size segment vanishes, so nothing is acknowledged and each retransmission timeout resends
+the head segment (RTO ≈ RTT + 4 RTT-variance, at least 200 ms, doubling each time: two or more
+expiries in a 2 s stall on any terrestrial path). A slow start on a long fat path also moves
+little of the run's rate in its first seconds (from ten segments, the window doubles once a
+round trip: ~13 round trips, over 2 s at 170 ms, to reach 6 Gb/s; an RTT raised by a busy
+hour's queue lengthens it), but nothing is lost while the window grows, so those seconds
+retransmit nothing: that is every run's start on the path, not a hole.
 """
 
 from __future__ import annotations
@@ -14,12 +23,13 @@ from dataclasses import dataclass
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
-from pathwatch.models.observe import ThroughputObs, TraceObs
+from pathwatch.models.observe import ThroughputObs, TraceObs, black_hole_stall
 
 
 @dataclass(frozen=True)
 class MtuParams(Params):
-    stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall
+    stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall ...
+    stall_retransmits_min: int = 2  # ... when they retransmit this much (RTO expiries; a slow start loses nothing)
     evidence_needed: int = 2    # signatures in a row before opening (one of each kind also does)
     clean_needed: int = 2       # clean observations in a row that close it
 
@@ -95,7 +105,7 @@ class MtuDetector(Detector):
     def _run_sign(self, obs: ThroughputObs):
         if not obs.ok or obs.udp or not obs.bps:
             return None
-        if obs.stall_s >= self.p.stall_s:
+        if black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
             return "throughput", {"stall_s": obs.stall_s, "stall_retransmits": obs.stall_retransmits,
                                   "run_bps": round(obs.bps)}
         return False

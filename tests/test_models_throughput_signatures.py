@@ -1,0 +1,114 @@
+"""Issue 16: throughput kinds named only from what their cause alone does on the wire.
+
+A path MTU black hole stalls a run's start with retransmits (the vanished head segment resent at
+each timeout); a slow start on a long fat path moves as little in its first seconds but loses
+nothing. Small constructed series, no simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pathwatch.models.config import DetectorConfig
+from pathwatch.models.engine import replay_observations
+from tests.detector_series import DAY, HOUR, T0, run, throughput_series
+
+
+def detect(observations, enabled=("mtu", "levels")):
+    return replay_observations("a", "b", observations, config=DetectorConfig(enabled=enabled))
+
+
+def long_fat_path(rng, days=4, *, stall_retransmits=0):
+    """A 170 ms, 6 Gb/s path whose every run takes 1-2 s of slow start before it moves a tenth of its rate."""
+    obs = []
+    for i, (t, bps) in enumerate(throughput_series(rng, days, level=6e9)):
+        stall = 2.0 if (t - T0) % DAY >= 8 * HOUR and (t - T0) % DAY < 16 * HOUR else 1.0   # busy hours: a longer RTT
+        obs.append(run(t, bps, rtt_ms=170.0 + 5.0 * (stall > 1), retransmits=10, stall_s=stall,
+                       stall_retransmits=stall_retransmits if stall > 1 else 0))
+    return obs
+
+
+def test_a_slow_start_on_a_long_fat_path_is_no_mtu_blackhole():
+    """Runs whose first 2 s move under a tenth of the run's rate, without a retransmit, at the
+    usual rate: slow start (the old code named them a black hole every busy afternoon)."""
+    found = detect(long_fat_path(np.random.default_rng(1)))
+    assert not [a for a in found if a.kind in ("mtu_blackhole", "throughput_drop")], [a.summary for a in found]
+
+
+def test_stalls_that_retransmit_are_still_an_mtu_blackhole():
+    """The same stalls, each resending the lost segment at every timeout: the black hole's own signature."""
+    found = detect(long_fat_path(np.random.default_rng(1), stall_retransmits=4))
+    assert [a.kind for a in found if a.kind == "mtu_blackhole"], [a.summary for a in found]
+
+
+def dipped(rng, *, low_runs, keep=0.65, days=5, onset=T0 + 3 * DAY + 8 * HOUR):
+    """Runs every 2 h at ~9 Gb/s; ``low_runs`` runs from ``onset`` keep ``keep`` of the rate (None: to the end)."""
+    obs = []
+    for t, bps in throughput_series(rng, days, noise=0.04):
+        k = (t - onset) // (2 * HOUR)
+        low = t >= onset and (low_runs is None or k < low_runs)
+        obs.append(run(t, bps * keep if low else bps, retransmits=10))
+    return obs
+
+
+def test_a_dip_that_is_back_up_when_it_could_be_named_is_no_throughput_drop():
+    """Four low runs over 6 h (a loaded host, a burst of cross traffic), then the rate is back: the
+    old code named a drop on the first run back at the baseline."""
+    for seed in range(4):
+        found = detect(dipped(np.random.default_rng(seed), low_runs=4), enabled=("levels",))
+        assert not [a for a in found if a.kind == "throughput_drop"], (seed, [a.summary for a in found])
+
+
+def test_a_drop_that_persists_is_named_while_it_lasts():
+    for seed in range(4):
+        found = detect(dipped(np.random.default_rng(seed), low_runs=None), enabled=("levels",))
+        drops = [a for a in found if a.kind == "throughput_drop"]
+        assert len(drops) == 1 and drops[0].detected_at - (T0 + 3 * DAY + 8 * HOUR) <= 12 * HOUR, [a.summary for a in found]
+
+
+def nic_paced(rng, *, cv_low, keep=0.65, days=5, onset=T0 + 3 * DAY + 8 * HOUR, hours=12.0):
+    """A 1 Gb/s path its NIC paces evenly (interval CV ~0.004); for ``hours`` from ``onset`` its runs
+    keep ``keep`` of the rate with interval CV ``cv_low`` and no retransmits."""
+    obs = []
+    for t, bps in throughput_series(rng, days, level=0.94e9, noise=0.003):
+        low = onset <= t < onset + hours * HOUR
+        cv = cv_low * rng.uniform(0.7, 1.3) if low else rng.uniform(0.002, 0.006)
+        obs.append(run(t, min(bps, 0.94e9) * (keep if low else 1.0), cv=cv, retransmits=0))
+    return obs
+
+
+def test_runs_a_loaded_host_paces_unevenly_are_no_throughput_drop():
+    """Half a day of runs at 65 % that move their bytes in uneven gulps (CV ~0.08 where the NIC's
+    pace gives ~0.004) and lose nothing: the host's CPU sets the pace, not the network."""
+    for seed in range(4):
+        found = detect(nic_paced(np.random.default_rng(seed), cv_low=0.08), enabled=("levels",))
+        assert not [a for a in found if a.kind == "throughput_drop"], (seed, [a.summary for a in found])
+
+
+def test_an_even_drop_on_the_same_path_is_a_throughput_drop():
+    """The same drop paced as evenly as ever (a slower link or a policer): the network's."""
+    for seed in range(4):
+        found = detect(nic_paced(np.random.default_rng(seed), cv_low=0.004), enabled=("levels",))
+        assert [a.kind for a in found if a.kind in ("throughput_drop", "window_limited")], (seed, [a.summary for a in found])
+
+
+def test_a_host_busy_every_afternoon_on_a_standing_queue_path_is_no_diurnal_saturation():
+    """A benign standing queue raises the delay floor and loses a few probes every afternoon (the
+    latency tests corroborate a queue) while the TCP runs keep their rate; the hourly runs that
+    fall in three of those hours are slowed by their own host's CPU (uneven seconds, no
+    retransmits). The old code named a diurnal saturation from them; they say nothing about the
+    path's queue."""
+    from tests.detector_series import latency, latency_times
+
+    rng = np.random.default_rng(3)
+    obs = []
+    for t, bps in throughput_series(rng, 5, every_h=1.0, level=0.94e9, noise=0.003):
+        loaded = 12.5 <= (t - T0) % DAY / HOUR < 15.5
+        obs.append(run(t, min(bps, 0.94e9) * (0.6 if loaded else 1.0), retransmits=0,
+                       cv=0.09 if loaded else rng.uniform(0.002, 0.006)))
+    for t in latency_times(5):
+        busy = 11.0 <= (t - T0) % DAY / HOUR < 16.0
+        obs.append(latency(t, 10.0 + rng.normal(0, 0.02) + 8.0 * busy, queue=0.3 + 0.5 * busy,
+                           lost=int(rng.binomial(6000, 2e-3 if busy else 1e-5))))
+    found = detect(obs, enabled=("diurnal", "levels"))
+    assert not [a for a in found if a.kind == "diurnal_saturation"], [a.summary for a in found]
