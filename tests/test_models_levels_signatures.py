@@ -90,3 +90,14 @@ def test_a_shift_that_a_queue_creeps_back_over_stays_open_until_the_path_steps_b
     found = shifts(obs)
     assert len(found) == 1 and found[0].evidence["step_ms"] < -10
     assert found[0].end is not None and abs(found[0].end - back) <= HOUR
+
+
+def test_a_queue_that_drains_to_a_floor_an_ntp_correction_moved_is_no_latency_shift():
+    # Afternoon queues every day; on day 3 NTP corrects the offset by 1.6 ms (within twice the
+    # 1 ms bound) while the queue is up: when it drains the floor stays 1.6 ms higher.
+    rng = np.random.default_rng(13)
+    ntp = T0 + 3 * DAY + 14 * HOUR
+    obs = [latency(t, 17.0 + rng.normal(0, 0.004) + busy_queue(t, peak_h=14.0, width_h=2.0, floor_ms=6.0)
+                   + (1.6 if t >= ntp else 0.0), clock_error=1.0)
+           for t in latency_times(6)]
+    assert shifts(obs) == []

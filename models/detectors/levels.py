@@ -42,8 +42,9 @@ A delay shift steps: a propagation change moves every packet at once, so at leas
 delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
 an NTP correction from one side of it to the other). A queue building creeps past any threshold
 a little per sample; a floor that crept there is named only once it has stayed
-``delay_creep_s`` (a day's queue drains within its day), and then only beyond what the clocks
-may move it (less is their new offset: the baseline follows). A shift ends the way it began, by
+``delay_creep_s`` (a day's queue drains within its day). Whatever way it came, a one-way change
+that stays within what the clocks may move it (twice their bound) is their new offset, not a
+shift: the baseline follows. A shift ends the way it began, by
 a step back; a queue on the new path creeping up past the old level does not end it.
 """
 
@@ -608,17 +609,16 @@ class LevelDetector(Detector):
             shift.pending.clear()
             self.settled_from, self.delay_dir, self.delay_held = None, 0, False
             return []
-        if not self.delay_held and not self._stepped(base, level, direction, obs):
-            # A floor that crept past the threshold (a queue building) until it outlasts a day (one
-            # that outlasted the daily pattern it began as shows it persists instead), and then
-            # only beyond what the clocks may move it: less is their new offset, the path's normal.
-            if obs.t - first_t < p.delay_creep_s:
-                return []
-            if abs(level - base) <= self._clocks_may_move(obs):
-                shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-                shift.pending.clear()
-                self.delay_dir = 0
-                return []
+        if not self.delay_held and not self._stepped(base, level, direction, obs) and obs.t - first_t < p.delay_creep_s:
+            return []       # a floor that crept past the threshold (a queue building) until it outlasts a day
+            #                 (one that outlasted the daily pattern it began as shows it persists instead)
+        if abs(level - base) <= self._clocks_may_move(obs):
+            # What stays is within what the clocks may move a one-way delay: their new offset (an
+            # NTP correction, a slew), the path's normal. The baseline follows.
+            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+            shift.pending.clear()
+            self.delay_dir, self.delay_held = 0, False
+            return []
         shift.frozen = (base, threshold)
         self._floor_forgotten()
         step = level - base
