@@ -330,3 +330,21 @@ def test_a_candidate_route_confirmed_after_every_known_route_was_forgotten_is_le
         out += detector.observe(trace(t, new))
         t += HOUR
     assert [a.kind for a in out if a.kind == "route_change"] == []
+
+
+def test_a_detour_with_an_ntp_step_while_a_queue_drains_slowly_is_no_route_change():
+    """One trace on a detour; the one-way floor steps -0.5 ms at the same time (an NTP correction:
+    the clocks, not the path) while a queue drains, lowering the RTT 0.3 ms every trace. The RTT
+    moved no more than its own trend: nothing follows the step, so the detour is a blip."""
+    rng = np.random.default_rng(177)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    blip = float(times[int((2 * DAY + 15 * HOUR) / 1200.0)])
+
+    def drain(t: float) -> float:       # 6 ms of queue gone over 6 h before the detour, more after
+        return float(np.clip((t - (blip - 6 * HOUR)) / 1200.0 * 0.3, 0.0, 9.0))
+
+    owd = [latency(float(t), float(45.2 - (0.5 if t >= blip else 0.0) + rng.normal(0, 0.004)), clock_error=1.8)
+           for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    traces = [trace(float(t), B if t == blip else A, rtt=float(110.0 - drain(t) + abs(rng.normal(0, 0.02))))
+              for t in times]
+    assert of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change") == []

@@ -246,6 +246,23 @@ def _latest_level(values) -> float:
     return median(values[-3:])
 
 
+def _expected_rtt(rtts) -> float:
+    """Where the next trace's RTT would be without a change: the level of the last three (their
+    median) carried forward by the series' trend over the last seven (the change between the
+    medians of their first and last three): nothing on a steady path, the ramp of a queue filling
+    or draining.
+
+    >>> round(_expected_rtt([10.0, 10.2, 9.9, 10.1]), 2), _expected_rtt([20.0, 19.0, 18.0, 17.0, 16.0, 15.0, 14.0])
+    (10.1, 13.0)
+    """
+    latest = list(rtts)[-7:]
+    level = median(latest[-3:])
+    if len(latest) < 6:
+        return level
+    per_trace = (level - median(latest[:3])) / (len(latest) - 3)
+    return level + 2 * per_trace
+
+
 def _last_seen(variant: _Variant) -> float:
     return variant.last
 
@@ -608,11 +625,13 @@ class RouteDetector(Detector):
 
     def _rtt_follows(self, owd_step: float, rtt: float | None) -> bool:
         """Whether the candidate trace's RTT (when it reached) moved with a one-way delay step: the same
-        way and by ``rtt_follow_share`` of it at least. A route that lengthens one direction lengthens
-        the round trip as much; a clock correction (NTP) moves the one-way delay alone."""
+        way and by ``rtt_follow_share`` of it at least, beyond where the RTT's own trend would have
+        taken it (:func:`_expected_rtt`). A route that lengthens one direction lengthens the round
+        trip as much, at once; a clock correction (NTP) moves the one-way delay alone, and a queue
+        filling or draining moves the RTT a like amount every trace."""
         if rtt is None or len(self.rtts) < 3:
             return True
-        move = rtt - _latest_level(self.rtts)
+        move = rtt - _expected_rtt(self.rtts)
         return move * owd_step > 0 and abs(move) >= self.p.rtt_follow_share * abs(owd_step)
 
     def _rtt_step(self, obs: TraceObs) -> float | None:
