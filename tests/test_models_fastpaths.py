@@ -11,13 +11,16 @@ import math
 import pickle
 import random
 import statistics
+import warnings
 from collections import deque
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binom, kendalltau, theilslopes
 
-from pathwatch.models.detectors.clock import ClockDetector, _may_drift
+from pathwatch.models.detectors.clock import ClockDetector, _drift_statistics
 from pathwatch.models.detectors.diurnal import busy_window, depth_bound
 from pathwatch.models.detectors.silence import SilenceDetector, _Cadence
 from pathwatch.models.monitor import PathMonitor
@@ -80,17 +83,42 @@ def test_depth_bound_is_never_below_the_window_search():
             assert found is None or found[2] <= bound
 
 
-def test_drift_precheck_never_rules_out_what_scipy_finds():
+def _scipy_drift(x: np.ndarray, y: np.ndarray) -> tuple:
+    """What the clock asked scipy before: (Theil–Sen slope, Kendall's tau), quietly for empty slopes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return theilslopes(y, x).slope, kendalltau(x, y).statistic
+
+
+def _same_drift(got: tuple, want: tuple) -> bool:
+    return all(type(a) is type(b) and (a == b or (a != a and b != b)) for a, b in zip(got, want))
+
+
+def test_drift_statistics_are_scipys_theil_sen_and_kendall_bit_for_bit():
     rng = random.Random(7)
     for _ in range(1500):
-        times = sorted(T0 + rng.choice([600, 600, 601, 0, 1200]) * i + rng.choice([0, 0, rng.random()]) for i in range(18))
+        n = rng.choice((2, 3, 18, 18, 18, 19, 25, 61))
+        times = sorted(T0 + rng.choice([600, 600, 601, 0, 1200]) * i + rng.choice([0, 0, rng.random()]) for i in range(n))
         slope = rng.choice([0, 1, 2.9, 3.0, 3.1, 5, -4, 10])
         values = [20 + slope * (t - times[0]) / 3600 + rng.choice([0, 0, rng.gauss(0, 0.5), round(rng.gauss(0, 2))])
                   for t in times]
+        if rng.random() < 0.05:
+            values[rng.randrange(n)] = rng.choice((math.nan, math.inf, -math.inf))
+        if rng.random() < 0.05:
+            values = [values[0]] * n                     # every pair tied in y
+        if rng.random() < 0.03:
+            times = [times[0]] * n                       # ... or in time
         x, y = np.array(times) / 3600.0, np.array(values)
-        drifts = abs(theilslopes(y, x).slope) >= 3.0 and abs(kendalltau(x, y).statistic) >= 0.8
-        if drifts:
-            assert _may_drift([t / 3600.0 for t in times], values, 3.0, 0.8)
+        assert _same_drift(_drift_statistics(x, y), _scipy_drift(x, y))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 1e-300])),
+                min_size=2, max_size=40))
+def test_drift_statistics_agree_with_scipy_on_any_finite_window(points):
+    x = np.array([float(t) for t, _ in points]) / 3600.0      # (any order, ties in both)
+    y = np.array([v for _, v in points])
+    assert _same_drift(_drift_statistics(x, y), _scipy_drift(x, y))
 
 
 def test_state_pickled_in_the_earlier_layout_restores():

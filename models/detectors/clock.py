@@ -237,17 +237,9 @@ class ClockDetector(Detector):
             return None                      # the floor moved too little to be drifting
         if _largest_jump(values) > self.p.drift_jump_share * moved:
             return None                      # it stepped (a correction, a reroute): not a drift
-        hours_at = [p[0] / 3600.0 for p in floor]
-        if not _may_drift(hours_at, list(values), self.p.drift_ms_per_h, self.p.drift_tau):
-            return None
-        from scipy.stats import kendalltau, theilslopes
-
-        t = np.array([p[0] for p in floor]) / 3600.0
-        y = np.array([p[1] for p in floor])
-        slope = theilslopes(y, t).slope
+        slope, tau = _drift_statistics(np.array([p[0] for p in floor]) / 3600.0, np.array(values))
         if abs(slope) < self.p.drift_ms_per_h:
             return None
-        tau = kendalltau(t, y).statistic
         if not abs(tau) >= self.p.drift_tau:
             return None                      # (NaN too: not monotone)
         return None if self._explained(slope) else slope
@@ -369,6 +361,7 @@ class ClockDetector(Detector):
 
 
 _NO_BOUNDS = (-math.inf, math.inf)
+_NAN = np.float64(math.nan)
 
 
 def _widened(bounds: tuple[float, float], value: float) -> tuple[float, float]:
@@ -397,47 +390,36 @@ def _largest_jump(values) -> float:
     return largest
 
 
-# Relative room left around the drift thresholds for the pure-Python pre-check's rounding.
-_ROOM = 1e-9
+def _drift_statistics(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(Theil–Sen slope of ``y`` on ``x``, Kendall's tau-b): what scipy's ``theilslopes(y, x).slope``
+    and ``kendalltau(x, y).statistic`` give, bit for bit, from one table of pairwise differences
+    (the slope by scipy's own steps; tau from the same exact pair counts, by scipy's formula).
+    NaNs and infinities are left to scipy. Both are numpy floats, as scipy's are.
 
-
-def _may_drift(x: list[float], y: list[float], min_slope: float, min_tau: float) -> bool:
-    """False when scipy's Theil–Sen slope of ``y`` on ``x`` is surely below ``min_slope`` or
-    Kendall's tau-b surely below ``min_tau`` (both in absolute value): the same pairs, in pure
-    Python, for the few dozen values of a drift window. True when it may drift (ask scipy).
-
-    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 10.0, 15.0], 3.0, 0.8)
-    True
-    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 0.0, 5.0], 3.0, 0.8)
-    False
+    >>> [float(v) for v in _drift_statistics(np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.0, 5.0, 10.0, 16.0]))]
+    [5.166666666666666, 1.0]
+    >>> [float(v) for v in _drift_statistics(np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.0, 5.0, 0.0, 5.0]))]
+    [0.8333333333333334, 0.4082482904638631]
     """
-    if not all(map(math.isfinite, x)) or not all(map(math.isfinite, y)):
-        return True                          # NaNs and infinities: leave them to scipy
-    slopes, concordance, x_ties, y_ties = [], 0, 0, 0
-    n = len(x)
-    for i in range(n):
-        xi, yi = x[i], y[i]
-        for j in range(i + 1, n):
-            dx, dy = x[j] - xi, y[j] - yi
-            if dx > 0:
-                slopes.append(dy / dx)
-            elif dx < 0:
-                slopes.append((yi - y[j]) / (xi - x[j]))
-            else:
-                x_ties += 1
-            if dy == 0:
-                y_ties += 1
-            elif dx != 0:
-                concordance += 1 if (dx > 0) == (dy > 0) else -1
-    if not slopes:
-        return True
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        from scipy.stats import kendalltau, theilslopes
+
+        return theilslopes(y, x).slope, kendalltau(x, y).statistic
+    deltax = x[:, np.newaxis] - x
+    deltay = y[:, np.newaxis] - y
+    rising = deltax > 0                      # each pair of distinct x once, the later x first
+    if not rising.any():
+        return _NAN, _NAN                    # (scipy: no slope, and every pair tied in x)
+    slopes = deltay[rising] / deltax[rising]
     slopes.sort()
-    half = len(slopes) // 2
-    slope = slopes[half] if len(slopes) % 2 else (slopes[half - 1] + slopes[half]) / 2
-    if abs(slope) < min_slope * (1 - _ROOM):
-        return False
+    slope = np.median(slopes)
+    moved = deltay[rising]
+    untied_difference = int(np.count_nonzero(moved > 0)) - int(np.count_nonzero(moved < 0))   # concordant − discordant
+    n = len(x)
     pairs = n * (n - 1) // 2
+    x_ties = (int(np.count_nonzero(deltax == 0)) - n) // 2
+    y_ties = (int(np.count_nonzero(deltay == 0)) - n) // 2
     if x_ties == pairs or y_ties == pairs:
-        return True
-    tau = concordance / math.sqrt(pairs - x_ties) / math.sqrt(pairs - y_ties)
-    return abs(tau) >= min_tau * (1 - _ROOM)
+        return slope, _NAN
+    tau = untied_difference / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
+    return slope, np.minimum(1.0, max(-1.0, tau))
