@@ -56,10 +56,12 @@ def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
     """``scipy.stats.poisson.sf(k - 1, mean) < alpha``: whether P(X >= k) for X ~ Poisson(mean) is below ``alpha``.
 
     Decided by the Chernoff bound ``log P(X >= k) <= k - mean - k·log(k / mean)`` (k > mean) or
-    the single term ``P(X = k)`` when either is far from the line, by scipy otherwise.
+    the single term ``P(X = k)`` when either is far from the line, by scipy otherwise: near the
+    line, for a valid count and a finite mean, by the function ``poisson.sf`` evaluates there
+    (``scipy.special.pdtrc`` at ``k - 1``, without the distribution's ~0.1 ms of argument handling).
 
-    >>> poisson_tail_below(400, 3.6, 1e-6), poisson_tail_below(6, 3.6, 1e-6)
-    (True, False)
+    >>> poisson_tail_below(400, 3.6, 1e-6), poisson_tail_below(6, 3.6, 1e-6), poisson_tail_below(16, 3.6, 1e-6)
+    (True, False, False)
     """
     if type(k) is int and k >= 1 and mean > 0.0 and 0.0 < alpha < 1.0:
         log_alpha = math.log(alpha)
@@ -67,6 +69,10 @@ def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
             return True
         if -mean + k * math.log(mean) - math.lgamma(k + 1) > log_alpha + MARGIN:
             return False
+        if mean < math.inf:
+            from scipy.special import pdtrc
+
+            return bool(pdtrc(float(k - 1), mean) < alpha)
     from scipy.stats import poisson
 
     return bool(poisson.sf(k - 1, mean) < alpha)

@@ -192,6 +192,19 @@ def test_poisson_tail_bounds_decide_as_scipy_does():
         assert poisson_tail_below(k, mean, alpha) == bool(poisson.sf(k - 1, mean) < alpha), (k, mean, alpha)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 5000), st.floats(1e-6, 5000.0), st.sampled_from([1e-3, 1e-6, 1e-9]))
+def test_poisson_tail_near_the_line_is_the_value_poisson_sf_computes(k, mean, alpha):
+    """Where the bounds cannot tell, pdtrc at k − 1 is poisson.sf's own value, bit for bit."""
+    from scipy.special import pdtrc
+    from scipy.stats import poisson
+
+    from pathwatch.models.significance import poisson_tail_below
+
+    assert pdtrc(float(k - 1), mean) == poisson.sf(k - 1, mean)
+    assert poisson_tail_below.__wrapped__(k, mean, alpha) == bool(poisson.sf(k - 1, mean) < alpha)
+
+
 def test_taking_bursts_out_only_lowers_loss_and_only_in_hours_of_five_or_more():
     """The loss detector's pre-check bounds the reference rate below by dropping every hour that lost
     at least 5 packets; that holds when what without_bursts changes is only such hours, lowered."""
