@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, kendalltau, theilslopes
 
-from pathwatch.models.detectors.clock import ClockDetector, _drift_statistics
+from pathwatch.models.detectors.clock import ClockDetector, _kendall_tau, _median_surely_within, _theil_sen
 from pathwatch.models.detectors.diurnal import busy_window, depth_bound
 from pathwatch.models.detectors.silence import SilenceDetector, _Cadence
 from pathwatch.models.monitor import PathMonitor
@@ -94,6 +94,12 @@ def _same_drift(got: tuple, want: tuple) -> bool:
     return all(type(a) is type(b) and (a == b or (a != a and b != b)) for a, b in zip(got, want))
 
 
+def _drift_statistics(x: np.ndarray, y: np.ndarray) -> tuple:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _theil_sen(x, y)[0], _kendall_tau(x, y)
+
+
 def test_drift_statistics_are_scipys_theil_sen_and_kendall_bit_for_bit():
     rng = random.Random(7)
     for _ in range(1500):
@@ -113,12 +119,55 @@ def test_drift_statistics_are_scipys_theil_sen_and_kendall_bit_for_bit():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 1e-300])),
+@given(st.lists(st.tuples(st.integers(0, 40), st.floats(-1e6, 1e6, allow_nan=False)
+                          | st.sampled_from([0.0, -0.0, 1.0, 1e-300, 1.7e308, -1.7e308])),
                 min_size=2, max_size=40))
 def test_drift_statistics_agree_with_scipy_on_any_finite_window(points):
     x = np.array([float(t) for t, _ in points]) / 3600.0      # (any order, ties in both)
     y = np.array([v for _, v in points])
     assert _same_drift(_drift_statistics(x, y), _scipy_drift(x, y))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.floats(-20, 20) | st.sampled_from([2.999, 3.0, -3.0, 0.0]), min_size=1, max_size=60),
+       st.data())
+def test_median_surely_within_bounds_the_median_after_any_such_change(values, data):
+    """Whatever is taken out (up to removed) and added (up to added), the median stays within."""
+    slopes = np.sort(np.array(values))
+    added, removed = data.draw(st.integers(0, 12)), data.draw(st.integers(0, 12))
+    if not _median_surely_within(slopes, added, removed, 3.0):
+        return
+    kept = list(slopes)
+    for _ in range(data.draw(st.integers(0, removed))):
+        kept.pop(data.draw(st.integers(0, len(kept) - 1)))
+    kept += data.draw(st.lists(st.floats(-1e9, 1e9) | st.sampled_from([-math.inf, math.inf]), max_size=added))
+    assert kept and abs(np.median(np.sort(np.array(kept)))) < 3.0
+
+
+def test_clock_kept_slopes_skip_only_windows_whose_slope_is_below_the_drift():
+    """A detector that bounds the slope by the kept pair slopes answers as one that computes it afresh."""
+    rng = random.Random(23)
+    skips = []
+    for _ in range(60):
+        kept, fresh = ClockDetector("a", "b"), ClockDetector("a", "b")
+        bound = kept._slope_surely_below
+        kept._slope_surely_below = lambda: bound() and bool(skips.append(1)) is False
+        level, slope = 20.0, rng.choice((0.0, 1.0, 2.0, 2.9, 4.0, -5.0, 12.0))
+        every = rng.choice((60.0, 200.0, 600.0))
+        for i in range(400):
+            level += slope * every / 3600 + rng.choice((0.0, 0.0, rng.gauss(0, 0.05), rng.gauss(0, 0.5)))
+            if rng.random() < 0.01:
+                level += rng.choice((-8.0, 8.0))
+            obs = latency(T0 + every * i + rng.choice((0, 0, 0, rng.random(), -every)), level,
+                          lost=rng.choice((0, 0, 0, 0, 3500)))
+            found = kept.observe(obs)
+            fresh.slopes_kept = None
+            assert found == fresh.observe(obs)
+            assert kept.facts == fresh.facts
+    assert len(skips) > 1000
+    del kept._slope_surely_below
+    copy = pickle.loads(pickle.dumps(kept))
+    assert copy.slopes_kept is None and copy.floor_seen == kept.floor_seen
 
 
 def test_state_pickled_in_the_earlier_layout_restores():
