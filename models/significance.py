@@ -87,7 +87,8 @@ def mannwhitney_pvalue(x, y, alternative: str, alpha: float) -> float:
     asymptotically (more than 8 values each, or ties), z and the p-value computed here differ
     from scipy's in the last digits at most: one beyond a factor ``MWU_FACTOR`` of ``alpha`` is
     returned. Where scipy counts the exact distribution, a bound (:func:`_mwu_exact_bound`) below
-    ``alpha / MWU_FACTOR`` is. Anything else is scipy's answer.
+    ``alpha / MWU_FACTOR`` is, else the exact tail counted here (:func:`_mwu_exact_tail`, the
+    same distribution in exact integers) beyond that factor. Anything else is scipy's answer.
 
     >>> a, b = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], [11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0]
     >>> from scipy.stats import mannwhitneyu
@@ -100,6 +101,9 @@ def mannwhitney_pvalue(x, y, alternative: str, alpha: float) -> float:
             bound = _mwu_exact_bound(*found[:3])
             if bound < alpha / MWU_FACTOR:
                 return bound
+            p = _mwu_exact_tail(*found[:3])
+            if p is not None and not alpha / MWU_FACTOR <= p <= alpha * MWU_FACTOR:
+                return p
         else:
             p = _mwu_normal(*found[:4])
             if p == p and not alpha / MWU_FACTOR <= p <= alpha * MWU_FACTOR:
@@ -159,6 +163,33 @@ def _mwu_exact_bound(u: float, n1: int, n2: int) -> float:
     """
     k, m = n1 * n2 - int(u), min(n1, n2)
     return math.comb(k + m, m) / math.comb(n1 + n2, m)
+
+
+def _mwu_exact_tail(u: float, n1: int, n2: int) -> float | None:
+    """The exact P(U >= u) with no ties: of the C(n1 + n2, m) arrangements (m = min(n1, n2)), those
+    with U <= k = n1·n2 − u (the distribution is symmetric), counted in exact integers as the
+    coefficients up to q^k of the Gaussian binomial [n1 + n2 choose m]_q, the product over i = 1..m
+    of (1 − q^(n1 + n2 − m + i)) / (1 − q^i). None when the counts could outgrow int64.
+
+    >>> _mwu_exact_tail(12.0, 3, 4), 1 / 35, _mwu_exact_tail(0.0, 3, 4)
+    (0.02857142857142857, 0.02857142857142857, 1.0)
+    """
+    m, other = min(n1, n2), max(n1, n2)
+    total = math.comb(n1 + n2, m)
+    if u != int(u) or total >= 2 ** 62:
+        return None
+    k = n1 * n2 - int(u)
+    if k < 0:
+        return 0.0
+    counts = np.zeros(k + 1, dtype=np.int64)
+    counts[0] = 1
+    for i in range(1, m + 1):
+        shift = other + i                    # times (1 − q^shift), up to q^k
+        if shift <= k:
+            counts[shift:] -= counts[: k + 1 - shift].copy()
+        pad = -(k + 1) % i                   # over (1 − q^i): running sums along each residue of i
+        counts = np.concatenate((counts, np.zeros(pad, dtype=np.int64))).reshape(-1, i).cumsum(axis=0).ravel()[: k + 1]
+    return int(counts.sum()) / total
 
 
 def _mwu_asymptotic(x: np.ndarray, y: np.ndarray, alternative: str) -> float | None:
