@@ -254,6 +254,21 @@ def test_poisson_tail_near_the_line_is_the_value_poisson_sf_computes(k, mean, al
     assert poisson_tail_below.__wrapped__(k, mean, alpha) == bool(poisson.sf(k - 1, mean) < alpha)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 200_000), st.data(), st.floats(1e-9, 1.0, exclude_max=True) | st.sampled_from([1e-6, 0.5]))
+def test_binomial_tail_near_the_line_is_the_value_binom_sf_computes(n, data, p):
+    """The ufunc tail_exceeds calls is binom.sf's own, bit for bit, for every valid count."""
+    from scipy.stats import binom
+
+    from pathwatch.models.significance import _binomial_sf
+
+    k = data.draw(st.integers(1, n))
+    assert _binomial_sf()(float(k - 1), float(n), p) == binom.sf(k - 1, n, p)
+    alpha = data.draw(st.sampled_from([1e-3, 1e-6, float(binom.sf(k - 1, n, p)) or 1e-300]))
+    if 0.0 < alpha < 1.0:
+        assert tail_exceeds(k, n, p, alpha) == bool(binom.sf(k - 1, n, p) > alpha)
+
+
 def test_taking_bursts_out_only_lowers_loss_and_only_in_hours_of_five_or_more():
     """The loss detector's pre-check bounds the reference rate below by dropping every hour that lost
     at least 5 packets; that holds when what without_bursts changes is only such hours, lowered."""
