@@ -246,10 +246,10 @@ class ClockDetector(Detector):
         moved = high - low
         if moved < least:
             return None                      # the floor moved too little to be drifting
-        if _largest_jump(values) > self.p.drift_jump_share * moved:
-            return None                      # it stepped (a correction, a reroute): not a drift
         if self._slope_surely_below():
             return None                      # (what the Theil–Sen slope below would find)
+        if _largest_jump(values) > self.p.drift_jump_share * moved:
+            return None                      # it stepped (a correction, a reroute): not a drift
         x, y = np.array([p[0] for p in floor]) / 3600.0, np.array(values)
         slope, slopes = _theil_sen(x, y)
         self.slopes_kept = None if slopes is None else (self.floor_seen, len(floor), slopes)
