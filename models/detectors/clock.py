@@ -261,9 +261,9 @@ class ClockDetector(Detector):
 
     def _slope_surely_below(self) -> bool:
         """Whether the floor's Theil–Sen slope is surely below ``drift_ms_per_h`` either way, from the
-        pair slopes kept when it was last computed: the samples since then added at most
-        ``added`` slopes and those that left took at most ``removed`` (each sample pairs with at
-        most the window's other samples), which moves no order statistic by more ranks."""
+        pair slopes kept when it was last computed: each sample added since then brought, and each
+        that left took, at most one slope per other sample the window held (see
+        :func:`_median_surely_within`)."""
         kept = self.slopes_kept
         if kept is None:
             return False
@@ -484,6 +484,7 @@ def _median_surely_within(slopes: np.ndarray, added: int, removed: int, bound: f
     count = len(slopes)
     high = (count + added) // 2 + removed             # the middle rank at its highest, raised
     low = (count - removed) // 2 - 1 - added          # the lower middle rank at its lowest, lowered
-    if low < 0 or high >= count or not count - removed >= 1:
+    if low < 0 or high >= count:
         return False
-    return bool(-bound < slopes[low] and slopes[high] < bound and abs(slopes[low]) < 1e300 and abs(slopes[high]) < 1e300)
+    lowest, highest = slopes[low], slopes[high]       # (finite and far from overflow: the mean of two
+    return bool(-bound < lowest and highest < bound and -1e300 < lowest and highest < 1e300)   # stays between)
