@@ -6,7 +6,7 @@ line: the Chernoff bound ``P(X >= k) <= exp(-n·D(k/n || p))`` shows it is much 
 ``alpha``, or the single term ``P(X = k) <= P(X >= k)`` shows it is much larger. Only when both
 bounds land within a factor ``e ** MARGIN`` (~1000) of ``alpha`` is scipy asked, so the answer is
 always the one ``scipy.stats.binom.sf`` gives (its error is many orders of magnitude below
-that factor).
+that factor) — for valid arguments by the function ``binom.sf`` itself evaluates, called directly.
 
 >>> tail_exceeds(30, 1000, 0.001, 1e-6), tail_exceeds(1, 1000, 0.001, 1e-6)
 (False, True)
@@ -42,6 +42,9 @@ def tail_exceeds(k: int, n: int, p: float, alpha: float) -> bool:
                     + k * math.log(p) + (n - k) * math.log1p(-p))
         if log_term > log_alpha + MARGIN:
             return True
+        binomial_sf = _binomial_sf()
+        if binomial_sf is not None:          # (near the line: the function binom.sf evaluates there)
+            return binomial_sf(float(k - 1), float(n), p) > alpha
     return _scipy_tail(k, n, p) > alpha
 
 
@@ -51,15 +54,27 @@ def _scipy_tail(k, n, p) -> float:
     return binom.sf(k - 1, n, p)
 
 
+@lru_cache(maxsize=1)
+def _binomial_sf():
+    """The ufunc ``scipy.stats.binom.sf`` evaluates for a count 0 <= k < n and 0 < p < 1 (its own
+    ``_sf``: boost's binomial survival function, at floats), without the distribution's ~0.1 ms of
+    argument checks; None if this scipy has no such ufunc (then ``binom.sf`` is asked)."""
+    from scipy.special import _ufuncs
+
+    return getattr(_ufuncs, "_binom_sf", None)
+
+
 @lru_cache(maxsize=4096)   # the loss detector asks again about the same hours every hour
 def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
     """``scipy.stats.poisson.sf(k - 1, mean) < alpha``: whether P(X >= k) for X ~ Poisson(mean) is below ``alpha``.
 
     Decided by the Chernoff bound ``log P(X >= k) <= k - mean - k·log(k / mean)`` (k > mean) or
-    the single term ``P(X = k)`` when either is far from the line, by scipy otherwise.
+    the single term ``P(X = k)`` when either is far from the line, by scipy otherwise: near the
+    line, for a valid count and a finite mean, by the function ``poisson.sf`` evaluates there
+    (``scipy.special.pdtrc`` at ``k - 1``, without the distribution's ~0.1 ms of argument handling).
 
-    >>> poisson_tail_below(400, 3.6, 1e-6), poisson_tail_below(6, 3.6, 1e-6)
-    (True, False)
+    >>> poisson_tail_below(400, 3.6, 1e-6), poisson_tail_below(6, 3.6, 1e-6), poisson_tail_below(16, 3.6, 1e-6)
+    (True, False, False)
     """
     if type(k) is int and k >= 1 and mean > 0.0 and 0.0 < alpha < 1.0:
         log_alpha = math.log(alpha)
@@ -67,6 +82,10 @@ def poisson_tail_below(k: int, mean: float, alpha: float) -> bool:
             return True
         if -mean + k * math.log(mean) - math.lgamma(k + 1) > log_alpha + MARGIN:
             return False
+        if mean < math.inf:
+            from scipy.special import pdtrc
+
+            return bool(pdtrc(float(k - 1), mean) < alpha)
     from scipy.stats import poisson
 
     return bool(poisson.sf(k - 1, mean) < alpha)
@@ -81,7 +100,8 @@ def mannwhitney_pvalue(x, y, alternative: str, alpha: float) -> float:
     asymptotically (more than 8 values each, or ties), z and the p-value computed here differ
     from scipy's in the last digits at most: one beyond a factor ``MWU_FACTOR`` of ``alpha`` is
     returned. Where scipy counts the exact distribution, a bound (:func:`_mwu_exact_bound`) below
-    ``alpha / MWU_FACTOR`` is. Anything else is scipy's answer.
+    ``alpha / MWU_FACTOR`` is, else the exact tail counted here (:func:`_mwu_exact_tail`, the
+    same distribution in exact integers) beyond that factor. Anything else is scipy's answer.
 
     >>> a, b = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], [11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0]
     >>> from scipy.stats import mannwhitneyu
@@ -94,6 +114,9 @@ def mannwhitney_pvalue(x, y, alternative: str, alpha: float) -> float:
             bound = _mwu_exact_bound(*found[:3])
             if bound < alpha / MWU_FACTOR:
                 return bound
+            p = _mwu_exact_tail(*found[:3])
+            if p is not None and not alpha / MWU_FACTOR <= p <= alpha * MWU_FACTOR:
+                return p
         else:
             p = _mwu_normal(*found[:4])
             if p == p and not alpha / MWU_FACTOR <= p <= alpha * MWU_FACTOR:
@@ -153,6 +176,33 @@ def _mwu_exact_bound(u: float, n1: int, n2: int) -> float:
     """
     k, m = n1 * n2 - int(u), min(n1, n2)
     return math.comb(k + m, m) / math.comb(n1 + n2, m)
+
+
+def _mwu_exact_tail(u: float, n1: int, n2: int) -> float | None:
+    """The exact P(U >= u) with no ties: of the C(n1 + n2, m) arrangements (m = min(n1, n2)), those
+    with U <= k = n1·n2 − u (the distribution is symmetric), counted in exact integers as the
+    coefficients up to q^k of the Gaussian binomial [n1 + n2 choose m]_q, the product over i = 1..m
+    of (1 − q^(n1 + n2 − m + i)) / (1 − q^i). None when the counts could outgrow int64.
+
+    >>> _mwu_exact_tail(12.0, 3, 4), 1 / 35, _mwu_exact_tail(0.0, 3, 4)
+    (0.02857142857142857, 0.02857142857142857, 1.0)
+    """
+    m, other = min(n1, n2), max(n1, n2)
+    total = math.comb(n1 + n2, m)
+    if u != int(u) or total >= 2 ** 62:
+        return None
+    k = n1 * n2 - int(u)
+    if k < 0:
+        return 0.0
+    counts = np.zeros(k + 1, dtype=np.int64)
+    counts[0] = 1
+    for i in range(1, m + 1):
+        shift = other + i                    # times (1 − q^shift), up to q^k
+        if shift <= k:
+            counts[shift:] -= counts[: k + 1 - shift].copy()
+        pad = -(k + 1) % i                   # over (1 − q^i): running sums along each residue of i
+        counts = np.concatenate((counts, np.zeros(pad, dtype=np.int64))).reshape(-1, i).cumsum(axis=0).ravel()[: k + 1]
+    return int(counts.sum()) / total
 
 
 def _mwu_asymptotic(x: np.ndarray, y: np.ndarray, alternative: str) -> float | None:

@@ -68,6 +68,40 @@ def test_loss_ordered_rates_kept_as_bins_move_equal_the_rates_sorted_afresh():
     assert restored.recent_rates.sorted == detector.recent_rates.sorted
 
 
+def _plain_without_bursts(bins, floor, side, alpha):
+    """without_bursts written plainly: every hour, its neighbours' rates afresh, no memo."""
+    from pathwatch.models.detectors.loss import _neighbour_rates
+    from pathwatch.models.significance import poisson_tail_below
+    from pathwatch.models.window import median
+
+    if len(bins) < 2 or not any(b[1] >= 5 for b in bins):
+        return bins
+    typical = max(median([b[1] / b[2] if b[2] else 0.0 for b in bins]), floor)
+    out = list(bins)
+    for i, (hour, lost, sent) in enumerate(bins):
+        if lost < 5 or lost <= 3 * typical * sent:
+            continue
+        quieter, louder = _neighbour_rates(bins, i, side)
+        if poisson_tail_below(lost, max(louder, floor) * sent, alpha):
+            out[i] = (hour, int(round(max(quieter, floor) * sent)), sent)
+    return out
+
+
+def test_without_bursts_equals_the_plain_hour_by_hour_version():
+    from pathwatch.models.detectors.loss import without_bursts
+
+    rng = random.Random(15)
+    for _ in range(400):
+        level = rng.choice((0.0, 1e-5, 1e-4, 2e-3))
+        bins = []
+        for hour in range(rng.randint(1, 120)):
+            sent = rng.choice((3600, 36_000, rng.randint(0, 40_000)))
+            lost = min(sent, int(level * sent) + rng.choice((0, 0, 0, 1, 4, 5, 6, 40, 300, 5000)) * (rng.random() < 0.2))
+            bins.append((hour, lost, sent))
+        floor = rng.choice((1e-6, level or 1e-6, 1e-3))
+        assert without_bursts(bins, floor, 6, 1e-6) == _plain_without_bursts(bins, floor, 6, 1e-6)
+
+
 def test_loss_state_pickled_before_the_reference_sums_restores_them():
     rng = random.Random(6)
     detector = LossDetector("a", "b")
@@ -166,6 +200,32 @@ def test_mannwhitney_pvalue_is_on_the_same_side_of_alpha_as_scipy():
                 assert (p > alpha) == (reference > alpha) and (p <= alpha) == (reference <= alpha)
                 if alpha / MWU_FACTOR < 0.999 * reference < 1.001 * reference < alpha * MWU_FACTOR or found is None:
                     assert p == reference or (p != p and reference != reference)
+
+
+def test_mannwhitney_exact_tail_is_scipys_exact_distribution():
+    """The exact tail counted in integers is scipy's exact p-value to the last digits (either order
+    of sizes, either side), so that one beyond MWU_FACTOR of alpha is on scipy's side."""
+    from scipy.stats import mannwhitneyu
+
+    from pathwatch.models.significance import _mwu_exact_tail, _mwu_statistic
+
+    rng = np.random.default_rng(22)
+    checked = 0
+    for _ in range(1500):
+        n1, n2 = int(rng.integers(1, 9)), int(rng.integers(1, 300))
+        if rng.random() < 0.5:
+            n1, n2 = n2, n1
+        x, y = rng.normal(0, 1, n1), rng.normal(rng.uniform(-3, 3), 1, n2)
+        for alternative in ("less", "greater"):
+            found = _mwu_statistic(x, y, alternative)
+            mine = _mwu_exact_tail(*found[:3])
+            if not found[-1] or mine is None:
+                continue
+            reference = mannwhitneyu(x, y, alternative=alternative).pvalue
+            assert math.isclose(mine, reference, rel_tol=1e-12, abs_tol=1e-300), (n1, n2, mine, reference)
+            checked += 1
+    assert checked > 2000
+    assert _mwu_exact_tail(2.5, 3, 4) is None              # (ties: not scipy's exact distribution)
 
 
 def test_diurnal_deep_enough_never_skips_a_window_the_searches_would_judge():

@@ -97,9 +97,19 @@ class ClockDetector(Detector):
         # Reached traces: (t, last-hop RTT, the latest floor at the time or None).
         self.traces: deque[tuple] = deque(maxlen=self.p.traces_kept)
         self.settled_for: tuple | None = None    # (first bad sample's time, the settled floor before it)
+        self.floor_seen = 0                      # samples ever added to the floor
+        # The floor's pair slopes in sorted order when _drift last computed them, with floor_seen and
+        # the floor's length then: bounds for the next windows' Theil–Sen slope (a cache: not pickled)
+        self.slopes_kept: tuple[int, int, np.ndarray] | None = None
+
+    def __getstate__(self) -> dict:
+        return {key: value for key, value in self.__dict__.items() if key != "slopes_kept"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.slopes_kept = None
+        if "floor_seen" not in state:      # pickled before the floor's samples were counted
+            self.floor_seen = 0
         if "floor_values" not in state:    # pickled before the floor's delays were kept apart
             self.floor_values = deque((row[1] for row in self.floor), maxlen=self.floor.maxlen)
         if "floor_bounds" not in state:    # ... or their bounds
@@ -145,6 +155,7 @@ class ClockDetector(Detector):
             lost, sent = obs.lost, obs.sent
             floor.append((t, delay, lost, sent, obs.delay_median_ms, obs.delay_p95_ms))
             values.append(delay)
+            self.floor_seen += 1
             if len(floor) > p.drift_window:
                 oldest = t - p.drift_span_s
                 while len(floor) > p.drift_window and floor[0][0] < oldest:
@@ -235,22 +246,32 @@ class ClockDetector(Detector):
         moved = high - low
         if moved < least:
             return None                      # the floor moved too little to be drifting
+        if self._slope_surely_below():
+            return None                      # (what the Theil–Sen slope below would find)
         if _largest_jump(values) > self.p.drift_jump_share * moved:
             return None                      # it stepped (a correction, a reroute): not a drift
-        hours_at = [p[0] / 3600.0 for p in floor]
-        if not _may_drift(hours_at, list(values), self.p.drift_ms_per_h, self.p.drift_tau):
-            return None
-        from scipy.stats import kendalltau, theilslopes
-
-        t = np.array([p[0] for p in floor]) / 3600.0
-        y = np.array([p[1] for p in floor])
-        slope = theilslopes(y, t).slope
+        x, y = np.array([p[0] for p in floor]) / 3600.0, np.array(values)
+        slope, slopes = _theil_sen(x, y)
+        self.slopes_kept = None if slopes is None else (self.floor_seen, len(floor), slopes)
         if abs(slope) < self.p.drift_ms_per_h:
             return None
-        tau = kendalltau(t, y).statistic
-        if not abs(tau) >= self.p.drift_tau:
+        if not abs(_kendall_tau(x, y)) >= self.p.drift_tau:
             return None                      # (NaN too: not monotone)
         return None if self._explained(slope) else slope
+
+    def _slope_surely_below(self) -> bool:
+        """Whether the floor's Theil–Sen slope is surely below ``drift_ms_per_h`` either way, from the
+        pair slopes kept when it was last computed: each sample added since then brought, and each
+        that left took, at most one slope per other sample the window held (see
+        :func:`_median_surely_within`)."""
+        kept = self.slopes_kept
+        if kept is None:
+            return False
+        seen, length, slopes = kept
+        arrived = self.floor_seen - seen
+        left = length + arrived - len(self.floor)
+        most = length + arrived - 1          # (the other samples a sample can pair with)
+        return _median_surely_within(slopes, arrived * most, left * most, self.p.drift_ms_per_h)
 
     # ------------------------------------------------------------------ what else moves a floor
     def _explained(self, slope: float) -> str | None:
@@ -369,6 +390,7 @@ class ClockDetector(Detector):
 
 
 _NO_BOUNDS = (-math.inf, math.inf)
+_NAN = np.float64(math.nan)
 
 
 def _widened(bounds: tuple[float, float], value: float) -> tuple[float, float]:
@@ -397,47 +419,72 @@ def _largest_jump(values) -> float:
     return largest
 
 
-# Relative room left around the drift thresholds for the pure-Python pre-check's rounding.
-_ROOM = 1e-9
+def _theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[np.float64, np.ndarray | None]:
+    """scipy's ``theilslopes(y, x).slope``, bit for bit (its own steps: the slopes of the pairs with
+    distinct x, sorted, and numpy's median of them), and those sorted slopes; NaNs and infinities
+    are left to scipy (no slopes then).
 
-
-def _may_drift(x: list[float], y: list[float], min_slope: float, min_tau: float) -> bool:
-    """False when scipy's Theil–Sen slope of ``y`` on ``x`` is surely below ``min_slope`` or
-    Kendall's tau-b surely below ``min_tau`` (both in absolute value): the same pairs, in pure
-    Python, for the few dozen values of a drift window. True when it may drift (ask scipy).
-
-    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 10.0, 15.0], 3.0, 0.8)
-    True
-    >>> _may_drift([0.0, 1.0, 2.0, 3.0], [0.0, 5.0, 0.0, 5.0], 3.0, 0.8)
-    False
+    >>> slope, slopes = _theil_sen(np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.0, 5.0, 10.0, 16.0]))
+    >>> float(slope), slopes.tolist()
+    (5.166666666666666, [5.0, 5.0, 5.0, 5.333333333333333, 5.5, 6.0])
     """
-    if not all(map(math.isfinite, x)) or not all(map(math.isfinite, y)):
-        return True                          # NaNs and infinities: leave them to scipy
-    slopes, concordance, x_ties, y_ties = [], 0, 0, 0
-    n = len(x)
-    for i in range(n):
-        xi, yi = x[i], y[i]
-        for j in range(i + 1, n):
-            dx, dy = x[j] - xi, y[j] - yi
-            if dx > 0:
-                slopes.append(dy / dx)
-            elif dx < 0:
-                slopes.append((yi - y[j]) / (xi - x[j]))
-            else:
-                x_ties += 1
-            if dy == 0:
-                y_ties += 1
-            elif dx != 0:
-                concordance += 1 if (dx > 0) == (dy > 0) else -1
-    if not slopes:
-        return True
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        from scipy.stats import theilslopes
+
+        return theilslopes(y, x).slope, None
+    deltax = x[:, np.newaxis] - x
+    rising = deltax > 0                      # each pair of distinct x once, the later x first
+    slopes = (y[:, np.newaxis] - y)[rising] / deltax[rising]
     slopes.sort()
-    half = len(slopes) // 2
-    slope = slopes[half] if len(slopes) % 2 else (slopes[half - 1] + slopes[half]) / 2
-    if abs(slope) < min_slope * (1 - _ROOM):
-        return False
+    if not slopes.size:
+        return _NAN, slopes                  # (scipy: the median of no slopes)
+    half = len(slopes) // 2                  # (np.median's value on sorted slopes: the middle one, or the
+    slope = slopes[half] if len(slopes) % 2 else (slopes[half - 1] + slopes[half]) / 2    # mean of two)
+    return slope, slopes
+
+
+def _kendall_tau(x: np.ndarray, y: np.ndarray) -> np.float64:
+    """scipy's ``kendalltau(x, y).statistic`` (tau-b), bit for bit: the same exact counts of pairs
+    (concordant − discordant, tied in x, tied in y) in scipy's formula; NaNs and infinities are
+    left to scipy.
+
+    >>> float(_kendall_tau(np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.0, 5.0, 0.0, 5.0])))
+    0.4082482904638631
+    """
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        from scipy.stats import kendalltau
+
+        return kendalltau(x, y).statistic
+    deltax = x[:, np.newaxis] - x
+    deltay = y[:, np.newaxis] - y
+    moved = deltay[deltax > 0]               # each pair of distinct x once, the later x first
+    untied_difference = int(np.count_nonzero(moved > 0)) - int(np.count_nonzero(moved < 0))   # concordant − discordant
+    n = len(x)
     pairs = n * (n - 1) // 2
+    x_ties = (int(np.count_nonzero(deltax == 0)) - n) // 2
+    y_ties = (int(np.count_nonzero(deltay == 0)) - n) // 2
     if x_ties == pairs or y_ties == pairs:
-        return True
-    tau = concordance / math.sqrt(pairs - x_ties) / math.sqrt(pairs - y_ties)
-    return abs(tau) >= min_tau * (1 - _ROOM)
+        return _NAN
+    tau = untied_difference / np.sqrt(pairs - x_ties) / np.sqrt(pairs - y_ties)
+    return np.minimum(1.0, max(-1.0, tau))
+
+
+def _median_surely_within(slopes: np.ndarray, added: int, removed: int, bound: float) -> bool:
+    """Whether the median of any values made from the sorted ``slopes`` by taking out at most
+    ``removed`` of them and adding at most ``added`` others lies strictly within ±``bound``.
+
+    Taking out r values raises the k-th smallest to at most the old (k + r)-th; adding a values
+    lowers it to no less than the old (k − a)-th. The median is the middle value or the mean of
+    the two middle ones, between them.
+
+    >>> slopes = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 9.0, 9.0])
+    >>> _median_surely_within(slopes, 1, 1, 3.0), _median_surely_within(slopes, 2, 2, 3.0)
+    (True, False)
+    """
+    count = len(slopes)
+    high = (count + added) // 2 + removed             # the middle rank at its highest, raised
+    low = (count - removed) // 2 - 1 - added          # the lower middle rank at its lowest, lowered
+    if low < 0 or high >= count:
+        return False
+    lowest, highest = slopes[low], slopes[high]       # (finite and far from overflow: the mean of two
+    return bool(-bound < lowest and highest < bound and -1e300 < lowest and highest < 1e300)   # stays between)

@@ -43,9 +43,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 from bisect import bisect_left, insort
-from functools import partial
-from itertools import accumulate, compress, count
-from operator import itemgetter, le, truediv
+from itertools import accumulate
+from operator import itemgetter, truediv
 
 import numpy as np
 from statsmodels.sandbox.stats.runs import runstest_1samp
@@ -60,7 +59,6 @@ from pathwatch.models.window import SortedWindow, median
 
 DAY = 86400.0
 _LOST, _SENT = itemgetter(1), itemgetter(2)   # fields of an hourly bin (hour, lost, sent)
-_FIVE_OR_MORE = partial(le, 5)                # (an hour losing fewer packets is never a burst)
 _DEGRADED = itemgetter(1)                     # of a LAG-window run (t, degraded, bps, retransmits)
 
 
@@ -180,28 +178,28 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
     [0, 20, 20, 0]
     """
-    lost = list(map(_LOST, bins))
-    screened = list(compress(count(), map(_FIVE_OR_MORE, lost)))   # hours losing at least 5
+    screened = [i for i, hour_bin in enumerate(bins) if hour_bin[1] >= 5]     # hours losing at least 5
     if not screened or len(bins) < 2:
         return bins
     if ordered_rates is None:
-        ordered_rates = sorted(_rates(lost, list(map(_SENT, bins))))
-    typical = max(_median_of_sorted(ordered_rates), floor)
+        ordered_rates = sorted(_rates(list(map(_LOST, bins)), list(map(_SENT, bins))))
+    bar = 3 * max(_median_of_sorted(ordered_rates), floor)
     out = None
+    last = len(bins) - 1
     for i in screened:
+        _, lost, sent = bins[i]
         # cheap screen: only an hour well above the series' typical rate can be a burst
-        sent = bins[i][2]
-        if lost[i] <= 3 * typical * sent:
+        if lost <= bar * sent:
             continue
         if memo is None:
             quieter, louder = _neighbour_rates(bins, i, side)
         else:
-            key = (first + i, min(i, side), min(len(bins) - 1 - i, side))
+            key = (first + i, i if i < side else side, last - i if last - i < side else side)
             rates = memo.get(key)
             if rates is None:
                 rates = memo[key] = _neighbour_rates(bins, i, side)
             quieter, louder = rates
-        if poisson_tail_below(lost[i], max(louder, floor) * sent, alpha):
+        if poisson_tail_below(lost, max(louder, floor) * sent, alpha):
             if out is None:
                 out = list(bins)
             out[i] = (bins[i][0], int(round(max(quieter, floor) * sent)), sent)
