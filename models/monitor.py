@@ -43,15 +43,23 @@ class PathMonitor:
 
     def _share_busy_hours(self) -> None:
         """Give every detector that asks (a ``busy`` attribute) the diurnal detector's busy hours:
-        a saturated path's daily symptoms within them are the saturation's, not new problems."""
+        a saturated path's daily symptoms within them are the saturation's, not new problems;
+        and every detector with a ``route_moves`` attribute the route detector's moves."""
         from pathwatch.models.detectors.diurnal import BusyHours
+        from pathwatch.models.detectors.route import RouteMoves
 
         shared = next((d.busy for d in self.detectors if d.name == "diurnal"), None)
-        if shared is None:
-            return
-        for detector in self.detectors:
-            if isinstance(getattr(detector, "busy", None), BusyHours):
-                detector.busy = shared
+        if shared is not None:
+            for detector in self.detectors:
+                if isinstance(getattr(detector, "busy", None), BusyHours):
+                    detector.busy = shared
+        # And the route detector's moves with the levels detector: a delay step taken with a
+        # route move is the route's.
+        moves = next((d.moves for d in self.detectors if d.name == "route"), None)
+        if moves is not None:
+            for detector in self.detectors:
+                if isinstance(getattr(detector, "route_moves", None), RouteMoves):
+                    detector.route_moves = moves
 
     def observe_record(self, record: dict[str, Any]) -> list[Anomaly]:
         obs = observe(record)

@@ -46,6 +46,19 @@ a little per sample; a floor that crept there is named only once it has stayed
 that stays within what the clocks may move it (twice their bound) is their new offset, not a
 shift: the baseline follows. A shift ends the way it began, by
 a step back; a queue on the new path creeping up past the old level does not end it.
+
+A consequence is not named as its own cause. A throughput drop that the path's own packet loss
+explains is the loss's: a loss-based TCP's rate falls at least as 1/sqrt(loss) (Mathis et al.:
+rate <= MSS / (RTT sqrt(p)) C; CUBIC falls faster), so when the latency tests' probes — independent
+of the flow: a slower bottleneck makes a flow lose its own packets, not the probes' — lose, in the
+typical hour since the last normal run, significantly more than over ``loss_before_s`` before it,
+and enough more that the baseline rate scaled by sqrt(before / now) falls below the low
+threshold, no drop is named (the loss detector names the loss). A delay step taken while the
+path's route moved (the route detector's moves, shared by the path's monitor, within
+``route_slack_s``: a trace shows a move up to a trace interval after the delay stepped, and a
+step the same way as the route's) is the route's new propagation path: no latency shift is
+named, its delay becomes the path's normal and the old one coming back (the route reverting) is
+the old normal again.
 """
 
 from __future__ import annotations
@@ -59,8 +72,10 @@ from operator import sub
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
+from pathwatch.models.detectors.route import RouteMoves
 from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
 from pathwatch.models.pace import HostPace
+from pathwatch.models.significance import poisson_tail_below
 from pathwatch.models.window import SortedWindow, median
 
 
@@ -101,6 +116,12 @@ class LevelParams(Params):
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
     host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
+    loss_hours: int = 48             # hourly (lost, sent) bins of the path's latency tests kept ...
+    loss_before_s: float = 24 * 3600.0   # ... the loss a normal rate went with: over this long up to the run
+    loss_alpha: float = 1e-4         # loss during the drop above the loss before it at this level (Poisson) ...
+    loss_min_lost: int = 10          # ... with at least this many probes lost, and by Mathis (rate ~ 1/sqrt(loss))
+                                     # enough to take the baseline rate below the low threshold: the loss's drop
+    route_slack_s: float = 2 * 3600.0    # a delay step this long before a route move (a trace interval or two) is the route's
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
@@ -262,6 +283,9 @@ class LevelDetector(Detector):
         self.window_streak: deque[ThroughputObs] = deque(maxlen=self.p.window_runs)  # window-bound runs in a row
         self.window_since: float | None = None    # ... since this run's time
         self.window_held: tuple[float, int] | None = None   # (window, runs above it) of an episode opened so
+        self.loss_bins: deque[list] = deque(maxlen=self.p.loss_hours)   # [hour, lost, sent] of the latency tests
+        self.loss_normal: tuple[float, int, int] | None = None   # (hour of the last normal run, lost, sent before it)
+        self.route_moves = RouteMoves()   # when the path's route moved (the route detector's, shared by the monitor)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -279,6 +303,9 @@ class LevelDetector(Detector):
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
         if "delay_last" not in state:      # pickled before a delay shift had to step
             self.delay_last = self.delay_from = None
+        if "loss_bins" not in state:       # pickled before causes were told from their consequences
+            self.loss_bins, self.route_moves = deque(maxlen=self.p.loss_hours), RouteMoves()
+            self.loss_normal = None
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -451,6 +478,8 @@ class LevelDetector(Detector):
         window, bound = self._window_bound(runs)
         if window is not None and self.window_held is not None:
             return []       # window-bound runs on a path whose window limit is named already: the same limit
+        if window is None and self._loss_explains(base, spread):
+            return []       # the path's own loss rose enough to take its rate this low: the loss's effect
         self.tput.frozen = (base, spread)
         drop = 1 - level / base
         evidence = {
@@ -477,8 +506,59 @@ class LevelDetector(Detector):
             evidence=evidence,
         )
 
+    def _loss_explains(self, base: float, spread: float) -> bool:
+        """Whether the loss the path's latency tests measured since its last normal run explains a
+        drop of the throughput below ``base - spread``: significantly above the loss over
+        ``loss_before_s`` up to that run (Poisson at ``loss_alpha``, ``loss_min_lost`` probes or
+        more in all, and in the typical hour since: the median hour, as one burst slows no run in
+        other hours), and by enough that a loss-based TCP's rate, which falls at least as
+        1/sqrt(loss) (Mathis et al.: rate <= MSS / (RTT sqrt(p)) C; CUBIC falls faster, as p^-3/4,
+        and retransmission timeouts faster still), falls from the baseline below the low threshold
+        at the typical hour's loss.
+        The probes are independent of the flow: a slower bottleneck makes the flow lose its own
+        packets, not the probes'."""
+        p, normal = self.p, self.loss_normal
+        if normal is None:
+            return False
+        since, lost0, sent0 = normal
+        lost, hours = 0, []
+        for hour, lost_h, sent_h in self.loss_bins:
+            if hour * 3600.0 >= since:
+                lost += lost_h
+                hours.append((lost_h / sent_h, lost_h, sent_h))
+        if not hours or not sent0 or lost < p.loss_min_lost:
+            return False
+        before = max(lost0, 1) / sent0             # (no loss before: at most one packet's worth)
+        # The loss the low runs met is the typical hour's (the median hour: a burst in an hour no
+        # run saw slowed none), and that hour alone must lose significantly more than before.
+        rate, lost_h, sent_h = sorted(hours)[(len(hours) - 1) // 2]
+        if not lost_h or not poisson_tail_below(lost_h, before * sent_h, p.loss_alpha):
+            return False
+        return base * math.sqrt(before / rate) <= base - spread
+
+    def _loss_at_normal(self, t: float) -> None:
+        """Keep the latency tests' loss over ``loss_before_s`` up to a normal run at ``t``: the loss
+        the path's normal rate went with (hours from the next one on are the loss after it)."""
+        lost = sent = 0
+        hour_now = int(t // 3600.0)
+        for hour, lost_h, sent_h in self.loss_bins:
+            if hour_now * 3600.0 - self.p.loss_before_s <= hour * 3600.0 < hour_now * 3600.0:
+                lost, sent = lost + lost_h, sent + sent_h
+        self.loss_normal = (hour_now * 3600.0, lost, sent)
+
+    def _count_loss(self, obs: LatencyObs) -> None:
+        """Add a latency test's (lost, sent) to its hour's bin."""
+        hour, bins = int(obs.t // 3600.0), self.loss_bins
+        if bins and bins[-1][0] == hour:
+            last = bins[-1]
+            last[1] += obs.lost
+            last[2] += obs.sent
+        else:
+            bins.append([hour, obs.lost, obs.sent])
+
     def _add_normal(self, run: ThroughputObs) -> None:
         self.tput.add(run.bps)
+        self._loss_at_normal(run.t)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
         self.pace.add(run)
 
@@ -529,6 +609,8 @@ class LevelDetector(Detector):
 
     # ------------------------------------------------------------------ delay
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:
+        if obs.ok and obs.sent and obs.lost < obs.sent:
+            self._count_loss(obs)          # (a dead path's probes are all lost: no rate to compare)
         value = obs.delay_min_ms
         if (not obs.ok or value is None or obs.sent == 0 or obs.lost >= obs.sent or value < 0
                 or (obs.clock_error_ms or 0) > 50 or obs.synchronized is False):
@@ -618,6 +700,16 @@ class LevelDetector(Detector):
             shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
             shift.pending.clear()
             self.delay_dir, self.delay_held = 0, False
+            return []
+        if self.route_moves.near(first_t, obs.t, direction, p.route_slack_s):
+            # The path's route moved as the delay stepped: a new propagation path, the route
+            # change's own consequence, not a shift of unknown cause. Its delay is the new normal;
+            # the old one coming back (the route reverting) is the old normal again.
+            self.settled_from = (base, threshold)
+            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+            shift.pending.clear()
+            self.delay_dir, self.delay_held = 0, False
+            self._floor_forgotten()
             return []
         shift.frozen = (base, threshold)
         self._floor_forgotten()

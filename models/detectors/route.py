@@ -302,6 +302,39 @@ class _ToolRoutes:
         return found, fewest
 
 
+class RouteMoves:
+    """When a path's route moved (a change opened, or the previous route came back), with the
+    delay step the route detector saw with it, shared with the path's levels detector (by the
+    :class:`~pathwatch.models.monitor.PathMonitor`): a delay step taken with a route move is the
+    route's, a new propagation path, not a shift of unknown cause.
+
+    >>> moves = RouteMoves()
+    >>> moves.add(7200.0, 3.0)
+    >>> moves.near(6000.0, 9000.0, 1, 3600.0), moves.near(6000.0, 9000.0, -1, 3600.0), moves.near(12000.0, 13000.0, 1, 3600.0)
+    (True, False, False)
+    """
+
+    __slots__ = ("times",)
+
+    def __init__(self) -> None:
+        self.times: deque[tuple[float, float | None]] = deque(maxlen=8)   # (time of the first trace on the new route, step ms)
+
+    def __getstate__(self):
+        return (list(self.times),)
+
+    def __setstate__(self, state) -> None:
+        self.times = deque(state[0], maxlen=8)
+
+    def add(self, t: float, step: float | None) -> None:
+        self.times.append((t, step))
+
+    def near(self, start: float, end: float, direction: int, slack: float) -> bool:
+        """Whether the route moved between ``slack`` before ``start`` and ``end`` (a trace shows a
+        move up to a trace interval after the delay stepped) with a delay step the same way, or of
+        unknown size."""
+        return any(start - slack <= t <= end and (step is None or step * direction > 0) for t, step in self.times)
+
+
 class RouteDetector(Detector):
     name = "route"
     kinds = ("route_change", "unreachable")
@@ -326,6 +359,7 @@ class RouteDetector(Detector):
         self.pending_t: float | None = None      # the time of the trace that made the pending candidate
         self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
         self.pending_rtt: float | None = None    # the last-hop RTT of the trace that made the pending candidate
+        self.moves = RouteMoves()                # when the route moved (shared with the levels detector)
 
     _KEPT_PARAMS = ("learn_s", "settle_s", "forget_s", "clock_error_ms", "fail_streak", "reach_history")
 
@@ -338,6 +372,8 @@ class RouteDetector(Detector):
             self.pending_rtt = None
         if "owd_series" not in state:     # ... or steps were jumps between samples
             self.owd_series, self.trace_t, self.pending_t = deque(maxlen=48), None, None
+        if "moves" not in state:          # ... or route moves were shared
+            self.moves = RouteMoves()
         p = self.p
         if "rtt_step_rel" in vars(p):      # parameters of that layout: rtt_step_ms then meant both floors
             names = {f.name for f in fields(RouteParams)}
@@ -474,6 +510,7 @@ class RouteDetector(Detector):
         # An open change ends when an old route comes back, or when the new one has settled in.
         if "route_change" in self.episodes and tool.changed_at is not None:
             if known is not None and any(known is v for v in tool.changed_from):
+                self.moves.add(obs.t, None)
                 out += self._end_change(tool, obs.t, "the previous route returned")
             elif obs.t - tool.changed_at >= self.p.settle_s:
                 out += self._end_change(tool, obs.t, "the new route became the path's normal")
@@ -676,6 +713,7 @@ class RouteDetector(Detector):
         }
         tool.changed_from = list(tool.known)
         tool.changed_at = candidate.first
+        self.moves.add(candidate.first, step)
         tool.known = tool.known + [candidate]
         level = "AS-level" if as_changed else "IP-level"
         where = f"hop {ttl}: {old.hops[ttl - 1] if ttl <= len(old.hops) else 'end'} → " \
