@@ -35,6 +35,17 @@ or the runs that collapsed below ``lag_deep`` of the clean rate — what a flow 
 does, and a clean path hardly ever — more than its own collapses explain (at least
 ``lag_collapse_rate``; ``lag_min_collapsed`` of them are enough). That finds a failing member
 early, and on a path whose congestion often costs a run half its rate.
+
+Most of the degraded runs must have collapsed: their median rate below ``lag_typical_depth`` of
+the clean rate. A member that drops packets drops them whatever the flow's rate — backing off
+does not make the loss go away, as it drains a congested queue — so every flow hashed onto it is
+held at the loss-limited rate (about MSS / (RTT·√p), Mathis et al.), a small fraction of a clean
+run's on a path of tens of ms and Gb/s even at p = 1e-4, and alike for all of them. What else
+slows a run now and then keeps it a share of the rate: a burst of cross traffic leaves a TCP flow
+its share of the bottleneck (and ends within hours), a loaded host paces its runs at most of
+their rate. A chance cluster of such dips — several bursts in a few days, someone else's bursts
+spoiling a run — can make up one in six runs of a window, interleaved with clean ones, but the
+runs it slows keep a third of the clean rate or more.
 """
 
 from __future__ import annotations
@@ -99,6 +110,9 @@ class LossParams(Params):
     lag_deep: float = 0.15           # a run below this fraction of the clean rate collapsed (a flow on a
                                      # failing member); congestion rarely costs a run that much
     lag_collapse_rate: float = 0.005  # collapsed runs expected on a healthy path
+    lag_typical_depth: float = 0.25  # the degraded runs' median rate below this fraction of the clean rate: a
+                                     # member that drops packets pins its flows at the loss-limited rate; a burst
+                                     # of cross traffic or a loaded host leaves a run a share of it
     lag_min_collapsed: int = 5       # collapsed runs needed when they alone make the signature
     lag_alpha: float = 1e-4
     stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
@@ -787,6 +801,8 @@ class LossDetector(Detector):
                 return []
         if not p.lag_min_frac <= frac <= p.lag_max_frac:
             return []
+        if median(r[2] for r in flags) >= p.lag_typical_depth * clean_bps:
+            return []                      # dips that kept a share of the rate: traffic or a host, not a lossy member
         if all(r[1] for r in list(self.runs)[-p.lag_streak:]):
             return []                      # a streak of bad runs is a level change in progress, not 1 in k
         # Against the path's own outlier rate when it has a history: a noisy path is not a LAG.
