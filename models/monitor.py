@@ -25,7 +25,7 @@ class PathMonitor:
         self.source = source
         self.destination = destination
         self.detectors: list[Detector] = config.build(source, destination)
-        self._share_busy_hours()
+        self._share_state()
         self.timed = [d for d in self.detectors if d.timed]
         self.last_t: float | None = None
         # Per observation type, the timed detectors' deadline methods and the detector methods
@@ -39,12 +39,13 @@ class PathMonitor:
         self.__dict__.update(state)
         self.__dict__.pop("readers", None)    # the cache of earlier versions
         self.calls = {}
-        self._share_busy_hours()              # (states pickled before the busy hours were shared)
+        self._share_state()                   # (states pickled before this state was shared)
 
-    def _share_busy_hours(self) -> None:
-        """Give every detector that asks (a ``busy`` attribute) the diurnal detector's busy hours:
-        a saturated path's daily symptoms within them are the saturation's, not new problems;
-        and every detector with a ``route_moves`` attribute the route detector's moves."""
+    def _share_state(self) -> None:
+        """Share state between the path's detectors: the diurnal detector's busy hours with every
+        detector that has a ``busy`` attribute (a saturated path's daily symptoms within them are
+        the saturation's, not new problems), and the route detector's moves with every detector
+        that has a ``route_moves`` attribute (a delay step taken with a route move is the route's)."""
         from pathwatch.models.detectors.diurnal import BusyHours
         from pathwatch.models.detectors.route import RouteMoves
 
@@ -53,8 +54,6 @@ class PathMonitor:
             for detector in self.detectors:
                 if isinstance(getattr(detector, "busy", None), BusyHours):
                     detector.busy = shared
-        # And the route detector's moves with the levels detector: a delay step taken with a
-        # route move is the route's.
         moves = next((d.moves for d in self.detectors if d.name == "route"), None)
         if moves is not None:
             for detector in self.detectors:
