@@ -681,15 +681,12 @@ class LevelDetector(Detector):
             # Down to where its floor was within the last delay_floor_s, its baseline having crept up
             # since without a step: a queue that drained, the path's own floor, not a shift. The
             # baseline follows.
-            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-            shift.pending.clear()
-            self.delay_dir, self.delay_held = 0, False
+            self._pending_is_normal()
             return []
         if self.settled_from is not None and abs(level - self.settled_from[0]) <= self.settled_from[1]:
             # Back to the level it had before a shift that settled in: the old normal, not a new shift.
-            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-            shift.pending.clear()
-            self.settled_from, self.delay_dir, self.delay_held = None, 0, False
+            self._pending_is_normal()
+            self.settled_from = None
             return []
         if not self.delay_held and not self._stepped(base, level, direction, obs) and obs.t - first_t < p.delay_creep_s:
             return []       # a floor that crept past the threshold (a queue building) until it outlasts a day
@@ -697,18 +694,14 @@ class LevelDetector(Detector):
         if abs(level - base) <= self._clocks_may_move(obs):
             # What stays is within what the clocks may move a one-way delay: their new offset (an
             # NTP correction, a slew), the path's normal. The baseline follows.
-            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-            shift.pending.clear()
-            self.delay_dir, self.delay_held = 0, False
+            self._pending_is_normal()
             return []
         if self.route_moves.near(first_t, obs.t, direction, p.route_slack_s):
             # The path's route moved as the delay stepped: a new propagation path, the route
             # change's own consequence, not a shift of unknown cause. Its delay is the new normal;
             # the old one coming back (the route reverting) is the old normal again.
             self.settled_from = (base, threshold)
-            shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-            shift.pending.clear()
-            self.delay_dir, self.delay_held = 0, False
+            self._pending_is_normal()
             self._floor_forgotten()
             return []
         shift.frozen = (base, threshold)
@@ -737,16 +730,19 @@ class LevelDetector(Detector):
         before = self.delay_from
         if before is None:
             return True
-        jump = direction * (self.delay.pending[0][1] - before)
-        return jump >= self.p.delay_jump_share * direction * (level - base) and jump > self._clocks_may_move(obs)
+        return self._a_step(direction * (self.delay.pending[0][1] - before), direction * (level - base), obs)
 
     def _stepped_back(self, before: float | None, value: float, opened: Anomaly, obs: LatencyObs) -> bool:
         """Whether the delay came back from the open shift ``opened`` as a step (see :meth:`_stepped`):
         a route or a fibre reverts at once; a queue on the new path creeps up past the old level."""
         if before is None:
             return True
-        jump = -self.delay_dir * (value - before)
         size = abs(opened.evidence["level_ms"] - opened.evidence["baseline_ms"])
+        return self._a_step(-self.delay_dir * (value - before), size, obs)
+
+    def _a_step(self, jump: float, size: float, obs: LatencyObs) -> bool:
+        """Whether a move of ``jump`` between two samples (towards the change) makes a step of a
+        change of ``size``: ``delay_jump_share`` of it at least, and more than the clocks may move."""
         return jump >= self.p.delay_jump_share * size and jump > self._clocks_may_move(obs)
 
     @staticmethod
@@ -754,6 +750,14 @@ class LevelDetector(Detector):
         """How far the clocks may move a delay between two samples: twice their error bound for a
         one-way delay (each sample off by up to the bound, either way), nothing for an RTT."""
         return 2 * (obs.clock_error_ms or 0.0) if obs.one_way else 0.0
+
+    def _pending_is_normal(self) -> None:
+        """The pending delays are the path's normal now: the baseline takes the latest of them,
+        and nothing is pending."""
+        shift = self.delay
+        shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
+        shift.pending.clear()
+        self.delay_dir, self.delay_held = 0, False
 
     def _pending_size(self, base: float) -> float:
         """How far the pending delays went from ``base`` at most."""

@@ -256,7 +256,7 @@ def _expected_rtt(rtts) -> float:
     (10.1, 13.0)
     """
     latest = list(rtts)[-7:]
-    level = median(latest[-3:])
+    level = _latest_level(latest)
     if len(latest) < 6:
         return level
     per_trace = (level - median(latest[:3])) / (len(latest) - 3)
