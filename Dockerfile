@@ -19,6 +19,9 @@ RUN apt-get update \
          && apt-get install -y --no-install-recommends python3.11 python3.11-venv)) \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=connectors /build/jars/ /opt/flink/lib/
+# PyFlink jobs on a session cluster need flink-python on the cluster's class path (thread
+# mode embeds one interpreter per JVM), as `pathwatch stack up` does with its lib folder.
+RUN cp /opt/flink/opt/flink-python-*.jar /opt/flink/lib/
 WORKDIR /opt/pathwatch/src
 COPY pyproject.toml constraints.txt README.md ./
 COPY pathwatch ./pathwatch
@@ -29,6 +32,6 @@ RUN python3.11 -m venv /opt/pathwatch/venv \
  && /opt/pathwatch/venv/bin/pip install --no-cache-dir --disable-pip-version-check -c constraints.txt '.[flink]'
 ENV PATH=/opt/pathwatch/venv/bin:$PATH \
     PATHWATCH_HOME=/var/lib/pathwatch
-RUN mkdir -p /var/lib/pathwatch && chown flink:flink /var/lib/pathwatch
+RUN mkdir -p /var/lib/pathwatch/flink && chown -R flink:flink /var/lib/pathwatch
 USER flink
 WORKDIR /opt/flink

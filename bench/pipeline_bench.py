@@ -21,8 +21,13 @@ latency without a backlog in front). It measures:
   delay itself (event time, `pipeline.ordering_delay_s`) comes on top of this. Reported for all
   anomalies, and apart for those released during the flood (they queue behind the backlog) and
   during the paced part,
-- CPU seconds of each job's process (its JVM runs the Python operators), Kafka, PostgreSQL and
-  the whole machine during the flood (the machine is shared: other work shows there).
+- CPU seconds during the flood of every process of the stack (Flink's JobManager; its
+  TaskManager, which runs every job's operators and their Python code; Kafka; PostgreSQL;
+  Superset, idle), of this bench (publisher, sampler), of every other live process, the
+  kernel's interrupt work and time stolen by the hypervisor, against the whole machine's busy
+  time; what is left is named as processes that ended meanwhile,
+- per operator chain of each Flink job, its busy seconds (the REST metric
+  ``busyTimeMsPerSecond`` summed over subtasks, sampled once a second).
 
 Writes bench/results/pipeline.json. Usage: python bench/pipeline_bench.py [--hosts 7 --days 7 --paced-fraction 0.3 --paced-rate 300]
 """
@@ -109,8 +114,9 @@ def main() -> None:
         time.sleep(2.0)  # a last sample after the confirmation
         jobs = sampler.summary(started)
         cpu_after = _cpu_by_process(home)
-        cpu = {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after}
+        cpu = _accounted({name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after})
         stored = jobs["jobs"]["store"]["final"]
+        busy = {name: round(seconds, 1) for name, seconds in sorted(sampler.busy_s.items())}
         paced_started = time.time()
         if split < len(lines):  # the rest at a steady rate below the pipeline's capacity: latency without a backlog
             print(f"paced: {len(lines) - split} messages at {args.paced_rate}/s", flush=True)
@@ -138,7 +144,11 @@ def main() -> None:
         "end_to_end_records_per_s": round(stored / jobs["end_to_end_s"]) if jobs["end_to_end_s"] else None,
         "jobs": jobs["jobs"],
         "confirmed_caught_up_s": round(done - started, 1),
+        "ratio_to_raw_kafka_consume": (round(stored / jobs["end_to_end_s"] / consume_rate, 3)
+                                       if jobs["end_to_end_s"] and consume_rate else None),
         "cpu_s_from_publish_to_caught_up": cpu,
+        "cpu_us_per_record_stored": {name: round(seconds / stored * 1e6) for name, seconds in cpu.items()} if stored else None,
+        "busy_s_per_operator_chain_in_flood (Flink REST busyTimeMsPerSecond)": busy,
         "load_average_1m_at_end": round(os.getloadavg()[0], 1),
         "anomalies": len(flood) + len(paced),
         "latency_s": _summary(flood + paced),
@@ -159,6 +169,14 @@ class Progress(threading.Thread):
     def __init__(self, settings):
         super().__init__(daemon=True)
         self.settings, self.samples, self.halt = settings, [], threading.Event()
+        self.busy_s: dict[str, float] = {}  # "job: operator chain" -> busy seconds (all subtasks)
+
+    def _sample_busy(self, rest, seconds: float) -> None:
+        for job in rest.jobs():
+            if job.active and job.name.startswith("pathwatch-"):
+                for vertex, busy_ms in rest.busy_ms_per_s(job.id).items():
+                    key = f"{job.name.removeprefix('pathwatch-')}: {vertex[:120]}"
+                    self.busy_s[key] = self.busy_s.get(key, 0.0) + busy_ms / 1000 * seconds
 
     def run(self) -> None:
         import psycopg
@@ -167,9 +185,18 @@ class Progress(threading.Thread):
         consumers = {group: Consumer({"bootstrap.servers": self.settings.bootstrap, "group.id": group,
                                       "enable.auto.commit": False})
                      for group in ("pathwatch-normalise", "pathwatch-detect")}
+        from pathwatch.stack.flink_rest import FlinkRest
+
+        rest = FlinkRest(self.settings.flink_address)
+        last = time.time()
         with psycopg.connect(self.settings.database_url, autocommit=True) as connection:
             while not self.halt.is_set():
                 now = time.time()
+                try:
+                    self._sample_busy(rest, now - last)
+                except Exception as error:  # the cluster busy: this second is not counted
+                    print(f"  busy sample failed: {error}", flush=True)
+                last = now
                 try:
                     sample = {
                         "normalise": self._committed(consumers["pathwatch-normalise"], "raw"),
@@ -233,19 +260,48 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
+# The stack's processes by their pid files: each one's CPU counts its whole process tree.
+PROCESSES = {"flink jobmanager": "flink-jobmanager", "flink taskmanager (every job's operators and Python)":
+             "flink-taskmanager", "kafka": "kafka", "postgresql": "timescaledb", "superset": "superset"}
+
+
+def _all_process_cpu_s() -> float:
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def _cpu_by_process(home: Path) -> dict[str, float]:
-    """CPU seconds so far of each pipeline job (its JVM runs the Python operators in thread mode),
-    Kafka and PostgreSQL of the test stack, and of the whole machine (all cores, every process)."""
+    """CPU seconds so far of each of the stack's processes (with their children), of this bench
+    (publisher, sampler), of every other live process, and of the machine (all cores) by kind."""
     out = {}
-    for name, pid_file in [(f"job {job}", home / "run" / f"pipeline-{job}.pid") for job in ("normalise", "detect", "store")] \
-            + [("kafka", home / "run" / "kafka.pid"), ("postgresql", home / "run" / "timescaledb.pid")]:
+    for name, pid_name in PROCESSES.items():
         try:
-            out[name] = _tree_cpu_s(int(json.loads(pid_file.read_text())["pid"]))
+            out[name] = _tree_cpu_s(int(json.loads((home / "run" / f"{pid_name}.pid").read_text())["pid"]))
         except (OSError, ValueError, KeyError):
             continue
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    out["machine busy (all processes)"] = (sum(map(int, fields)) - int(fields[3]) - int(fields[4])) / os.sysconf("SC_CLK_TCK")
+    out["this bench (publisher, progress sampler)"] = _tree_cpu_s(os.getpid())
+    out["other live processes"] = _all_process_cpu_s() - sum(out.values())
+    ticks = os.sysconf("SC_CLK_TCK")
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
+    out["machine: interrupts (irq + softirq: loopback network)"] = (irq + softirq) / ticks
+    out["machine: stolen by the hypervisor"] = steal / ticks
+    out["machine busy (all processes)"] = (user + nice + system + irq + softirq + steal) / ticks
     return out
+
+
+def _accounted(cpu: dict[str, float]) -> dict[str, float]:
+    """The CPU seconds of a run with what no live process holds (processes that ended) named too."""
+    named = sum(value for name, value in cpu.items() if not name.startswith("machine"))
+    kernel = cpu.get("machine: interrupts (irq + softirq: loopback network)", 0.0) + cpu.get("machine: stolen by the hypervisor", 0.0)
+    busy = cpu.get("machine busy (all processes)", 0.0)
+    return {**cpu, "unaccounted (processes that ended meanwhile)": round(busy - named - kernel, 1)}
 
 
 def _summary(values: list[float]) -> dict:

@@ -184,7 +184,7 @@ def _path_of(body: str) -> str:
     return path_key(record.get("source"), record.get("destination"))
 
 
-def build(settings, restore: bool = True, config_path: str | None = None):
+def build(settings, config_path: str | None = None):
     from pyflink.common import Duration, Types, WatermarkStrategy
     from pyflink.common.serialization import SimpleStringSchema
     from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
@@ -192,7 +192,7 @@ def build(settings, restore: bool = True, config_path: str | None = None):
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import keyed_raw_sink
 
-    env, tables, restored = environments(settings, JOB, restore)
+    env, tables = environments(settings, JOB)
     records = settings.topics["records"]
     # The DataStream Kafka source keeps one watermark per partition (the minimum wins), from the
     # records' Kafka timestamps, which the normalise job sets to the record time.
@@ -210,14 +210,16 @@ def build(settings, restore: bool = True, config_path: str | None = None):
                   .with_watermark_alignment("pathwatch-records", Duration.of_hours(6), Duration.of_seconds(1)))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
-    stream = env.from_source(source, watermarks, "records")
+    # Stable operator ids: a savepoint maps onto the job again at another parallelism.
+    stream = env.from_source(source, watermarks, "records").uid("records-source")
     rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
     detected = (stream.key_by(_path_of, key_type=Types.STRING())
-                .process(_detect_function(config_path)(records), output_type=rows).name("detect"))
+                .process(_detect_function(config_path)(records), output_type=rows).name("detect").uid("detect"))
     # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
     grouped = (detected.filter(lambda row: row[0] != "dead")
                .key_by(lambda row: "incidents", key_type=Types.STRING())
-               .process(_incidents_function(config_path)(), output_type=rows).name("incidents").set_parallelism(1))
+               .process(_incidents_function(config_path)(), output_type=rows).name("incidents").uid("incidents")
+               .set_parallelism(1))
     tables.create_temporary_view("detected", tables.from_data_stream(detected.filter(lambda row: row[0] == "dead")
                                                                      .union(grouped)))
     statements = tables.create_statement_set()
@@ -225,7 +227,7 @@ def build(settings, restore: bool = True, config_path: str | None = None):
                               "FROM detected WHERE target = 'anomaly'")
     statements.add_insert_sql("INSERT INTO deadletters_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
                               "FROM detected WHERE target = 'dead'")
-    return statements, restored
+    return statements
 
 
 def main(argv: list[str]) -> None:

@@ -1,9 +1,10 @@
-"""A checkpointed PyFlink environment for one pipeline job, restored from its last checkpoint.
+"""A checkpointed PyFlink environment for one pipeline job, and where the job resumes from.
 
 Each job keeps its checkpoints under ``<home>/flink/checkpoints/<job>/`` (retained when the job
-is cancelled or killed). On start the newest complete checkpoint (a ``chk-N`` folder with a
-``_metadata`` file) is the state to recover, so ``kill -9`` then start resumes exactly where
-the last checkpoint left off.
+is cancelled or its cluster dies) and its stop savepoints under ``<home>/flink/savepoints/<job>/``.
+On start the newest complete one of either (a folder with a ``_metadata`` file) is the state to
+recover (:func:`resume_point`, given to the client as ``--fromSavepoint``), so a stop, a crash
+or ``kill -9`` of the cluster then a start resumes exactly where the job left off.
 """
 
 from __future__ import annotations
@@ -31,8 +32,17 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return max(done, key=lambda path: (path.stat().st_mtime, int(path.name.split("-")[1])), default=None)
 
 
-def configuration(settings: PipelineSettings, job: str, restore: bool = True) -> dict[str, str]:
-    """Flink settings of ``job``: thread mode, connector jars, checkpointing, and the state to restore."""
+def resume_point(settings: PipelineSettings, job: str) -> Path | None:
+    """The newest complete savepoint or retained checkpoint of ``job``, or None (start afresh)."""
+    points = [meta.parent for meta in (settings.savepoints / job).glob("savepoint-*/_metadata")]
+    checkpoint = latest_checkpoint(settings.checkpoints / job)
+    if checkpoint is not None:
+        points.append(checkpoint)
+    return max(points, key=lambda path: (path / "_metadata").stat().st_mtime, default=None)
+
+
+def configuration(settings: PipelineSettings, job: str) -> dict[str, str]:
+    """Flink settings of ``job``: thread mode, connector jars, checkpointing, restarts."""
     from pathwatch.stack import flink
     from pathwatch.stack.config import resolve
 
@@ -51,21 +61,24 @@ def configuration(settings: PipelineSettings, job: str, restore: bool = True) ->
         # Periodic watermarks of DataStream sources: a job run through a statement set would
         # otherwise emit none (the interval is not taken from the stream environment).
         "pipeline.auto-watermark-interval": "200 ms",
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": "3",
-        "restart-strategy.fixed-delay.delay": "2 s",
+        # Restart from the last checkpoint for as long as it takes (a TaskManager restarted by
+        # `stack up`, Kafka back), waiting at most 30 s between attempts.
+        "restart-strategy.type": "exponential-delay",
+        "restart-strategy.exponential-delay.initial-backoff": "1 s",
+        "restart-strategy.exponential-delay.max-backoff": "30 s",
         # Python bundles small enough that checkpoints are not held up by a big batch.
         "python.fn-execution.bundle.size": "2000",
         "python.fn-execution.bundle.time": "200",
     })
-    checkpoint = latest_checkpoint(folder) if restore else None
-    if checkpoint is not None:
-        values["execution.state-recovery.path"] = str(checkpoint)
     return values
 
 
-def environments(settings: PipelineSettings, job: str, restore: bool = True):
-    """(StreamExecutionEnvironment, StreamTableEnvironment, restored checkpoint or None) for ``job``."""
+def environments(settings: PipelineSettings, job: str):
+    """(StreamExecutionEnvironment, StreamTableEnvironment) for ``job``.
+
+    Run by Flink's client (``flink run --python``), the environment submits to the cluster;
+    run as a plain Python program, to a local MiniCluster.
+    """
     from pathwatch.stack import flink
     from pathwatch.stack.config import resolve
 
@@ -78,7 +91,7 @@ def environments(settings: PipelineSettings, job: str, restore: bool = True):
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.table import StreamTableEnvironment
 
-    values = configuration(settings, job, restore)
+    values = configuration(settings, job)
     conf = Configuration()
     for key, value in values.items():
         conf.set_string(key, value)
@@ -86,4 +99,4 @@ def environments(settings: PipelineSettings, job: str, restore: bool = True):
     tables = StreamTableEnvironment.create(env)
     for key, value in values.items():
         tables.get_config().set(key, value)
-    return env, tables, values.get("execution.state-recovery.path")
+    return env, tables

@@ -1,6 +1,6 @@
 """The normalise job: raw topic -> canonical records topic + dead-letters topic (PyFlink, thread mode).
 
-Run by ``pathwatch pipeline start`` as ``python -m pathwatch.streaming.normalise_job SETTINGS_JSON``.
+Submitted by ``pathwatch pipeline start`` through Flink's client (``flink run --python <this file> SETTINGS_FILE``).
 Each raw message goes through :func:`pathwatch.streaming.normalise.normalise` (the foundation's
 parsers, once, in one place); records are written with the record's time as the Kafka message
 time, exactly once (Kafka transactions committed on checkpoints), so the detect and store jobs
@@ -35,14 +35,14 @@ def _normalise_function():
     return Normalise
 
 
-def build(settings, restore: bool = True):
+def build(settings):
     """The job's table environment with its statements added (not yet executed)."""
     from pyflink.common import Types
 
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink
 
-    env, tables, restored = environments(settings, JOB, restore)
+    env, tables = environments(settings, JOB)
     raw = settings.topics["raw"]
     tables.execute_sql(f"""CREATE TABLE raw_in (
       body BYTES,
@@ -54,14 +54,14 @@ def build(settings, restore: bool = True):
                                       "pathwatch-normalise-deadletters"))
     stream = tables.to_data_stream(tables.from_path("raw_in"))
     normalised = stream.flat_map(_normalise_function()(raw), output_type=Types.ROW_NAMED(
-        ["target", "k", "v", "ts"], [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG()])).name("normalise")
+        ["target", "k", "v", "ts"], [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG()])).name("normalise").uid("normalise")
     tables.create_temporary_view("normalised", tables.from_data_stream(normalised))
     statements = tables.create_statement_set()
     statements.add_insert_sql("INSERT INTO records_out SELECT k, v, TO_TIMESTAMP_LTZ(ts, 3) FROM normalised "
                               "WHERE target = 'record'")
     statements.add_insert_sql("INSERT INTO deadletters_out SELECT k, v, TO_TIMESTAMP_LTZ(ts, 3) FROM normalised "
                               "WHERE target = 'dead'")
-    return statements, restored
+    return statements
 
 
 def main(argv: list[str]) -> None:

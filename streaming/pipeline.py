@@ -1,26 +1,35 @@
 """Start, stop and inspect the pipeline's Flink jobs (``pathwatch pipeline start | stop | status``).
 
-Each job runs in its own process (a PyFlink MiniCluster in thread mode), started detached with
-its output in ``logs/pipeline-<job>.log`` and its pid in ``run/pipeline-<job>.pid``; it
-registers itself in the job registry while it runs. ``stop`` sends SIGTERM (the job cancels
-itself; its retained checkpoint is where the next start resumes), then SIGKILL after a grace
-period. ``status`` lists the jobs, their newest checkpoint and each consumer group's lag.
+The jobs run in a Flink cluster: the stack's own session cluster (``pathwatch stack up``) or
+any other one whose REST address is ``flink.address`` (``--flink-address``). ``start`` submits
+each job with Flink's own client (``bin/flink run --detached --python <job module>``), resuming
+it from its newest savepoint or retained checkpoint; the client's output goes to
+``logs/pipeline-<job>.log``. ``stop`` stops each job with a savepoint (under
+``<home>/flink/savepoints/<job>/``; cancelled if the savepoint fails), which the next start
+resumes from, also at another parallelism. ``status`` reads each job's state, newest
+checkpoint and back-pressure from the cluster's REST API, and each consumer group's lag from
+Kafka.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pathwatch.streaming.flink_env import latest_checkpoint
-from pathwatch.streaming.settings import PipelineSettings, to_json
+from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
+from pathwatch.streaming.flink_env import resume_point
+from pathwatch.streaming.settings import PipelineSettings, write_file
 
 JOBS = ("normalise", "detect", "store")
 # Each job's consumer group and the topic roles it reads.
 GROUPS = {"normalise": ("pathwatch-normalise", ("raw",)), "detect": ("pathwatch-detect", ("records",)),
           "store": ("pathwatch-store", ("records", "anomalies", "deadletters"))}
+_SUBMITTED = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
 
 
 class PipelineError(RuntimeError):
@@ -31,86 +40,161 @@ class PipelineError(RuntimeError):
 class JobStatus:
     name: str
     running: bool
-    pid: int | None = None
+    flink_job_id: str | None = None
+    state: str | None = None
     checkpoint: str | None = None
     lag: int | None = None
+    backpressure: str | None = None
     info: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "running": self.running, "pid": self.pid, "checkpoint": self.checkpoint,
-                "lag": self.lag, "info": self.info}
+        return {"name": self.name, "running": self.running, "flink_job_id": self.flink_job_id, "state": self.state,
+                "checkpoint": self.checkpoint, "lag": self.lag, "backpressure": self.backpressure, "info": self.info}
 
 
-def _paths(settings: PipelineSettings, job: str) -> tuple[Path, Path]:
-    home = Path(settings.home)
-    return home / "run" / f"pipeline-{job}.pid", home / "logs" / f"pipeline-{job}.log"
+def flink_name(job: str) -> str:
+    """The job's name in the cluster (what the web UI lists)."""
+    return f"pathwatch-{job}"
 
 
-def _registered(settings: PipelineSettings) -> dict[str, dict]:
-    from pathwatch.stack import jobs
+def _rest(settings: PipelineSettings) -> FlinkRest:
+    return FlinkRest(settings.flink_address)
 
-    return {job.name.removeprefix("pipeline-"): job.to_dict() for job in jobs.running_jobs(Path(settings.home))
-            if job.name.startswith("pipeline-")}
+
+def _log_file(settings: PipelineSettings, job: str) -> Path:
+    return Path(settings.home) / "logs" / f"pipeline-{job}.log"
+
+
+def _active(settings: PipelineSettings) -> dict:
+    """The pipeline's active jobs in the cluster by job name; raises PipelineError when it does not answer."""
+    try:
+        jobs = _rest(settings).jobs()
+    except FlinkRestError as error:
+        raise PipelineError(f"{error}; is the stack up (`pathwatch stack up`)?") from None
+    active = {}
+    for job in jobs:  # newest first: keep the newest of a name
+        name = job.name.removeprefix("pathwatch-")
+        if job.active and name in JOBS and name not in active:
+            active[name] = job
+    return active
+
+
+def submit_command(settings: PipelineSettings, job: str, settings_file: Path, restore: Path | None) -> list[str]:
+    """Flink's client command line that submits ``job`` (no secret on it: they are in the file)."""
+    from pathwatch.stack.flink import distribution
+
+    module = Path(__file__).with_name(f"{job}_job.py")
+    command = [str(distribution() / "bin" / "flink"), "run", "--detached", "-m", settings.flink_address,
+               "--python", str(module), "-pyexec", sys.executable, "-pyclientexec", sys.executable]
+    if restore is not None:
+        command += ["--fromSavepoint", str(restore)]
+    return command + [str(settings_file)]
 
 
 def start(settings: PipelineSettings, names: tuple[str, ...] = JOBS, fresh: bool = False,
-          timeout: float = 180, report=lambda line: None) -> list[JobStatus]:
-    """Start the jobs not running yet and wait until each one's Flink job is submitted.
+          timeout: float = 300, report=lambda line: None) -> list[JobStatus]:
+    """Submit the jobs not running yet, each from its newest savepoint or checkpoint.
 
-    ``fresh`` discards the jobs' retained checkpoints first (the consumer groups' committed
-    offsets then decide where reading starts).
+    ``fresh`` discards the jobs' savepoints and checkpoints first (the consumer groups'
+    committed offsets then decide where reading starts).
     """
-    from pathwatch.stack import procs
+    from pathwatch.stack import flink
+    from pathwatch.stack.config import resolve
 
-    running = _registered(settings)
-    started = []
-    for name in names:  # spawn every job first, then wait: their JVMs start in parallel
-        if name in running:
-            report(f"{name}: already running (pid {running[name]['pid']})")
+    active = _active(settings)
+    _check_slots(settings, [name for name in names if name not in active])
+    settings_file = write_file(settings)
+    environment = flink.job_environment(resolve(home=settings.home))
+    clients = []
+    for name in names:  # every client first, then wait: their JVMs start in parallel
+        if name in active:
+            report(f"{name}: already running (Flink job {active[name].id})")
             continue
         if fresh:
-            import shutil
-
             shutil.rmtree(settings.checkpoints / name, ignore_errors=True)
-        pid_file, log_file = _paths(settings, name)
-        argv = [sys.executable, "-m", f"pathwatch.streaming.{name}_job", to_json(settings)]
+            shutil.rmtree(settings.savepoints / name, ignore_errors=True)
+        restore = resume_point(settings, name)
+        log_file = _log_file(settings, name)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
         offset = log_file.stat().st_size if log_file.exists() else 0
-        procs.spawn(f"pipeline-{name}", argv, pid_file, log_file)
-        report(f"{name}: starting (log {log_file})")
-        started.append((name, pid_file, log_file, offset))
-    for name, pid_file, log_file, offset in started:
-        _wait_submitted(name, pid_file, log_file, offset, timeout)
-        report(f"{name}: running")
+        with open(log_file, "ab") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} submitting {name}"
+                      f"{f' from {restore}' if restore else ''}\n".encode())
+            log.flush()
+            client = subprocess.Popen(submit_command(settings, name, settings_file, restore), stdin=subprocess.DEVNULL,
+                                      stdout=log, stderr=subprocess.STDOUT, env=environment)
+        report(f"{name}: submitting to {settings.flink_address}" + (f" from {restore}" if restore else ""))
+        clients.append((name, client, log_file, offset))
+    for name, client, log_file, offset in clients:
+        job_id = _wait_submitted(name, client, log_file, offset, timeout)
+        report(f"{name}: running (Flink job {job_id})")
     return status(settings)
 
 
-def _wait_submitted(name: str, pid_file: Path, log_file: Path, offset: int, timeout: float) -> None:
-    from pathwatch.stack import procs
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(log_file, "rb") as log:
-            log.seek(offset)
-            text = log.read().decode(errors="replace")
-        if '"flink_job_id"' in text:
-            return
-        if procs.running(pid_file) is None:
-            tail = "\n".join(text.strip().splitlines()[-25:])
-            raise PipelineError(f"pipeline job {name} exited while starting; its log {log_file} ends:\n{tail}")
-        time.sleep(0.5)
-    raise PipelineError(f"pipeline job {name} was not running after {timeout:.0f} s; see {log_file}")
+def _check_slots(settings: PipelineSettings, names: list[str]) -> None:
+    """Refuse to submit jobs the cluster has no room for (each takes ``parallelism`` slots):
+    they would wait for slots and then fail."""
+    if not names:
+        return
+    needed = len(names) * settings.parallelism
+    free = _rest(settings).overview().get("slots-available", 0)
+    if free < needed:
+        raise PipelineError(f"the Flink cluster at {settings.flink_address} has {free} free task slot(s); "
+                            f"{', '.join(names)} at parallelism {settings.parallelism} need {needed}. Raise "
+                            "flink.taskmanager_slots (PATHWATCH_FLINK_TASKMANAGER_SLOTS, then `pathwatch stack down` "
+                            "and `up`) or lower pipeline.parallelism")
 
 
-def stop(settings: PipelineSettings, names: tuple[str, ...] = JOBS, timeout: float = 30) -> list[str]:
-    """Stop the named jobs; returns those that were running."""
-    from pathwatch.stack import procs
+def _wait_submitted(name: str, client: subprocess.Popen, log_file: Path, offset: int, timeout: float) -> str:
+    try:
+        code = client.wait(timeout)
+    except subprocess.TimeoutExpired:
+        client.kill()
+        raise PipelineError(f"pipeline job {name}: Flink's client did not submit it within {timeout:.0f} s; "
+                            f"see {log_file}") from None
+    with open(log_file, "rb") as log:
+        log.seek(offset)
+        text = log.read().decode(errors="replace")
+    found = _SUBMITTED.search(text)
+    if code != 0 or found is None:
+        tail = "\n".join(text.strip().splitlines()[-25:])
+        raise PipelineError(f"pipeline job {name}: submission failed (client exit {code}); {log_file} ends:\n{tail}")
+    return found.group(1)
 
+
+def stop(settings: PipelineSettings, names: tuple[str, ...] = JOBS, timeout: float = 120,
+         report=lambda line: None) -> list[str]:
+    """Stop the named jobs with a savepoint each (cancelled if it fails); returns those that were running."""
+    rest = _rest(settings)
+    try:
+        active = _active(settings)
+    except PipelineError:
+        return []  # no cluster: nothing runs
     stopped = []
     for name in names:
-        pid_file, _log = _paths(settings, name)
-        if procs.stop(f"pipeline-{name}", pid_file, timeout=timeout) is not None:
-            stopped.append(name)
+        job = active.get(name)
+        if job is None:
+            continue
+        folder = settings.savepoints / name
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            location = rest.stop_with_savepoint(job.id, folder.as_uri(), timeout=timeout)
+            report(f"{name}: stopped with savepoint {location}")
+        except FlinkRestError as error:
+            report(f"{name}: {error}; cancelling (it resumes from its newest checkpoint)")
+            rest.cancel(job.id)
+        rest.wait_ended(job.id)
+        _prune_savepoints(folder)
+        stopped.append(name)
     return stopped
+
+
+def _prune_savepoints(folder: Path, keep: int = 2) -> None:
+    """Keep the newest ``keep`` savepoints of a job (the next start resumes from the newest)."""
+    done = sorted((meta.parent for meta in folder.glob("savepoint-*/_metadata")),
+                  key=lambda path: (path / "_metadata").stat().st_mtime, reverse=True)
+    for old in done[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def consumer_lag(bootstrap: str, group: str, topic: str) -> int:
@@ -170,9 +254,10 @@ def wait_caught_up(settings: PipelineSettings, timeout_s: float, on_poll=lambda 
     while time.monotonic() < deadline:
         lags = {name: job_lag(settings, name) for name in JOBS}
         on_poll(lags)
-        stopped = [job.name for job in status(settings) if not job.running]
+        stopped = [name for name in JOBS if name not in _active(settings)]
         if stopped:
-            raise PipelineError(f"pipeline job(s) {', '.join(stopped)} stopped; see {settings.home}/logs/pipeline-*.log")
+            raise PipelineError(f"pipeline job(s) {', '.join(stopped)} not running in the Flink cluster at "
+                                f"{settings.flink_address}; see its web UI and `pathwatch stack logs flink`")
         settled = settled + 1 if all(lag == 0 for lag in lags.values()) else 0
         if settled >= settle:
             return
@@ -181,13 +266,39 @@ def wait_caught_up(settings: PipelineSettings, timeout_s: float, on_poll=lambda 
                         "see `pathwatch pipeline status`")
 
 
-def status(settings: PipelineSettings) -> list[JobStatus]:
-    running = _registered(settings)
+def status(settings: PipelineSettings, backpressure: bool = False) -> list[JobStatus]:
+    """Each job's state in the cluster, newest completed checkpoint, consumer lag (and, with
+    ``backpressure``, the highest back-pressure level of its operators: "ok", "low", "high")."""
+    rest = _rest(settings)
+    try:
+        active = _active(settings)
+        reachable = True
+    except PipelineError:
+        active, reachable = {}, False
     out = []
     for name in JOBS:
-        checkpoint = latest_checkpoint(settings.checkpoints / name)
-        lag = job_lag(settings, name)
-        job = running.get(name)
-        out.append(JobStatus(name, job is not None, job["pid"] if job else None,
-                             str(checkpoint) if checkpoint else None, lag, job["info"] if job else {}))
+        job = active.get(name)
+        checkpoint, pressure, info = None, None, {}
+        if job is not None:
+            try:
+                counts = rest.checkpoints(job.id)
+                latest = (counts.get("latest") or {}).get("completed") or {}
+                checkpoint = latest.get("external_path")
+                info = {"checkpoints_completed": counts.get("counts", {}).get("completed"),
+                        "checkpoints_failed": counts.get("counts", {}).get("failed"),
+                        "restored_from": ((counts.get("latest") or {}).get("restored") or {}).get("external_path"),
+                        "parallelism": max(rest.parallelism(job.id).values(), default=None)}
+                if backpressure:
+                    levels = rest.backpressure(job.id)
+                    pressure = max(levels.values(), key=["unknown", "ok", "low", "high"].index, default=None)
+                    info["backpressure"] = levels
+            except FlinkRestError as error:
+                info = {"error": str(error)}
+        if checkpoint is None:
+            point = resume_point(settings, name)
+            checkpoint = str(point) if point else None
+        if not reachable:
+            info["error"] = f"the Flink cluster at {settings.flink_address} does not answer"
+        out.append(JobStatus(name, job is not None, job.id if job else None, job.state if job else None,
+                             checkpoint, job_lag(settings, name), pressure, info))
     return out

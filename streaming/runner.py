@@ -1,36 +1,22 @@
-"""Run one pipeline job in this process: build it, register it, execute until stopped or killed."""
+"""Submit one pipeline job: build it and hand it to the Flink cluster of the client that runs this.
+
+A job module's ``main`` runs inside Flink's client (``flink run --detached --python
+<module file> SETTINGS_FILE``, see :mod:`pathwatch.streaming.pipeline`): it reads the settings
+file, builds the job and executes it, which submits it to the cluster; the client then exits
+and the job runs in the cluster's TaskManager.
+"""
 
 from __future__ import annotations
 
 import json
-import signal
-import time
-import sys
-from pathlib import Path
-
-from pathwatch.streaming.settings import from_json
 
 
 def run_job(name: str, argv: list[str], build) -> None:
-    """``argv`` = [settings JSON]; ``build(settings)`` returns (statement set, restored checkpoint)."""
-    from pathwatch.stack import jobs
+    """``argv`` = [settings file]; ``build(settings)`` returns the job's statement set."""
+    from pathwatch.streaming.settings import read_file
 
-    settings = from_json(argv[0])
-    statements, restored = build(settings)
-    print(json.dumps({"job": name, "restored_from": restored}), flush=True)
-    with jobs.registered(f"pipeline-{name}", home=Path(settings.home), kind="flink", restored_from=restored):
-        result = statements.execute()
-        client = result.get_job_client()
-
-        def stop(_signum, _frame):  # SIGTERM: cancel; the retained checkpoint is the resume point
-            client.cancel()
-            sys.exit(0)
-
-        signal.signal(signal.SIGTERM, stop)
-        print(json.dumps({"job": name, "flink_job_id": str(client.get_job_id())}), flush=True)
-        while True:  # poll rather than block in Java, so SIGTERM reaches the handler above
-            state = str(client.get_job_status().result())
-            if state in ("FINISHED", "FAILED", "CANCELED"):
-                print(json.dumps({"job": name, "state": state}), flush=True)
-                sys.exit(0 if state == "FINISHED" else 1)
-            time.sleep(1)
+    if len(argv) != 1:
+        raise SystemExit(f"pipeline job {name}: expected one argument, the settings file; got {argv}")
+    statements = build(read_file(argv[0]))
+    client = statements.execute().get_job_client()
+    print(json.dumps({"job": name, "flink_job_id": str(client.get_job_id())}), flush=True)

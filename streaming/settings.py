@@ -1,8 +1,8 @@
 """What the pipeline's jobs need to know, gathered once from the stack's configuration.
 
 Settings come from the stack config (defaults < ``pathwatch.toml`` < ``PATHWATCH_*``), secrets
-from the environment or the state directory — never literals here. A job receives them as one
-JSON document on its command line (see :func:`to_json`), so it reads nothing at import time.
+from the environment or the state directory — never literals here. A job's client receives the path of a file only this user can read
+(:func:`write_file`), so no secret is on a command line and nothing is read at import time.
 """
 
 from __future__ import annotations
@@ -23,10 +23,15 @@ class PipelineSettings:
     checkpoint_interval_s: float
     parallelism: int
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
+    flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
 
     @property
     def checkpoints(self) -> Path:
         return Path(self.home) / "flink" / "checkpoints"
+
+    @property
+    def savepoints(self) -> Path:
+        return Path(self.home) / "flink" / "savepoints"
 
     def jdbc(self) -> dict[str, str]:
         """JDBC URL, user and password of the database (``stringtype=unspecified`` lets text fill
@@ -50,7 +55,8 @@ def from_stack(config=None) -> PipelineSettings:
         home=str(config.home), bootstrap=current.kafka_bootstrap, topics=topic_names(config),
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
-        store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s)
+        store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
+        flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
 
 
 def to_json(settings: PipelineSettings) -> str:
@@ -59,3 +65,25 @@ def to_json(settings: PipelineSettings) -> str:
 
 def from_json(text: str) -> PipelineSettings:
     return PipelineSettings(**json.loads(text))
+
+
+def write_file(settings: PipelineSettings) -> Path:
+    """The settings as a file only this user can read (``<home>/run/pipeline-settings.json``).
+
+    A job's client gets the file's path, never the settings themselves: they hold the database
+    password, and a command line is visible to every local user in ``ps``.
+    """
+    import os
+
+    path = Path(settings.home) / "run" / "pipeline-settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(to_json(settings))
+    temporary.replace(path)
+    return path
+
+
+def read_file(path: str | Path) -> PipelineSettings:
+    return from_json(Path(path).read_text())

@@ -113,11 +113,11 @@ FROM (SELECT *, FLOOR(ts TO {unit}) AS bucket FROM unique_records
 GROUP BY bucket, `source`, `destination`"""
 
 
-def build(settings, restore: bool = True):
+def build(settings):
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import jdbc_sink, kafka_options
 
-    env, tables, restored = environments(settings, JOB, restore)
+    env, tables = environments(settings, JOB)
     config = tables.get_config()
     for key, value in {"table.exec.mini-batch.enabled": "true", "table.exec.mini-batch.allow-latency": "500 ms",
                        "table.exec.mini-batch.size": "5000", "table.exec.state.ttl": "36 h",
@@ -170,7 +170,7 @@ def build(settings, restore: bool = True):
     s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
     s.add_insert_sql(rollup_query("hourly_sink", "HOUR"))
     s.add_insert_sql(rollup_query("daily_sink", "DAY"))
-    return s, restored
+    return s
 
 
 def main(argv: list[str]) -> None:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.stack
 
 REPO = Path(__file__).resolve().parents[1]
 PORTS = {"kafka": {"port": 29092, "controller_port": 29093}, "postgres": {"port": 25433},
-         "superset": {"port": 28088}, "flink": {"ui_port": 28081}}
+         "superset": {"port": 28088}, "flink": {"ui_port": 28081, "rpc_port": 26123}}
 TIMINGS: dict[str, float] = {}
 CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
 
@@ -95,22 +95,53 @@ def _component(current: dict, name: str) -> dict:
 def test_every_component_is_green_on_the_configured_ports(current):
     assert current["ok"], json.dumps(current, indent=2)
     states = {name: part["state"] for name, part in current["components"].items()}
-    assert states == {"kafka": "running", "timescaledb": "running", "flink": "ready", "superset": "running"}
+    assert states == {"kafka": "running", "timescaledb": "running", "flink": "running", "superset": "running"}
     assert _component(current, "kafka")["info"]["bootstrap_servers"] == "127.0.0.1:29092"
     assert _component(current, "timescaledb")["endpoint"] == "127.0.0.1:25433"
     assert _component(current, "superset")["info"]["url"] == "http://127.0.0.1:28088"
 
 
-def test_services_listen_on_loopback_only(current):
-    for port in (29092, 29093, 25433, 28088):
+def _listening(port_filter=lambda port: True, inodes: set[str] | None = None) -> list[tuple[int, str]]:
+    """(port, local address) of every listening TCP socket (only those whose inode is in ``inodes``)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            port = int(local.rsplit(":", 1)[1], 16)
+            if state == "0A" and port_filter(port) and (inodes is None or inode in inodes):
+                found.append((port, local.split(":")[0]))
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return inodes
+
+
+LOOPBACK = ("0100007F", "0000000000000000FFFF00000100007F")  # 127.0.0.1, also IPv4-mapped (how the JVM binds)
+
+
+def test_services_listen_on_loopback_only(home, current):
+    for port in (29092, 29093, 25433, 28088, 28081, 26123):
         assert procs.port_listening(port)
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            for line in Path(table).read_text().splitlines()[1:]:
-                local, state = line.split()[1], line.split()[3]
-                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                    # 127.0.0.1, or the same as an IPv4-mapped IPv6 address (how the JVM binds it).
-                    assert local.split(":")[0] in ("0100007F", "0000000000000000FFFF00000100007F"), \
-                        f"port {port} listens on {local}, not 127.0.0.1"
+        for _port, local in _listening(lambda found: found == port):
+            assert local in LOOPBACK, f"port {port} listens on {local}, not 127.0.0.1"
+    # Flink's own ports too (blob server, TaskManager RPC and data, Python gateway: free ports).
+    for role in ("jobmanager", "taskmanager"):
+        record = procs.running(home / "run" / f"flink-{role}.pid")
+        assert record is not None, f"no flink {role} runs"
+        pids = [record.pid, *procs.group_members(record.pgid)]
+        sockets = [entry for pid in pids for entry in _listening(inodes=_socket_inodes(pid))]
+        assert sockets, f"the flink {role} listens on no port"
+        assert all(local in LOOPBACK for _port, local in sockets), f"flink {role} listens beyond loopback: {sockets}"
 
 
 def test_kafka_produce_and_consume(current):
@@ -205,16 +236,26 @@ def test_flink_job_reads_kafka_through_the_connector(home, current):
         producer.produce(topic, json.dumps({"k": "ab" if index % 3 else "cd", "v": index}))
     assert producer.flush(30) == 0
     started = time.monotonic()
-    job = subprocess.run([sys.executable, "-m", "tests.stack.flink_count_job", str(home), bootstrap, topic],
-                         cwd=REPO, env=_environment(home), capture_output=True, text=True, timeout=600)
+    from pathwatch.stack.flink import distribution, job_environment
+
+    flink_env = job_environment(stack_config.resolve(home=home, environ=_environment(home)), base=_environment(home))
+    address = _component(current, "flink")["info"]["rest_address"]
+    job = subprocess.run([str(distribution() / "bin" / "flink"), "run", "-m", address, "--python",
+                          str(REPO / "tests" / "stack" / "flink_count_job.py"), "-pyexec", sys.executable,
+                          "-pyclientexec", sys.executable, str(home), bootstrap, topic],
+                         cwd=REPO, env=flink_env, capture_output=True, text=True, timeout=600)
     TIMINGS["flink job"] = round(time.monotonic() - started, 1)
-    assert job.returncode == 0, job.stderr[-4000:]
-    counts = json.loads(job.stdout.strip().splitlines()[-1])
+    assert job.returncode == 0, job.stdout[-4000:] + job.stderr[-4000:]
+    counts = json.loads(next(line for line in reversed(job.stdout.splitlines()) if line.startswith("{")))
     expected_ab = [index for index in range(300) if index % 3]
     expected_cd = [index for index in range(300) if not index % 3]
     assert counts == {"ab": [len(expected_ab), 2 * sum(expected_ab)], "cd": [len(expected_cd), 2 * sum(expected_cd)]}
+    # It ran in the session cluster (its TaskManager embeds the interpreter), not in a MiniCluster.
+    from pathwatch.stack.flink_rest import FlinkRest
+
+    finished = [entry for entry in FlinkRest(address).jobs() if entry.name == "stack-test-count"]
+    assert finished and finished[0].state == "FINISHED"
     assert list((home / "logs" / "flink").iterdir()), "FLINK_LOG_DIR was not used"
-    assert status(home)["components"]["flink"]["info"]["jobs"] == []  # it unregistered itself
 
 
 def test_second_up_is_a_no_op_while_running(home, current):
@@ -239,7 +280,7 @@ def _assert_nothing_left(home: Path, pids: list[int]) -> None:
         stat = procs._stat(pid)
         assert stat is None or stat["state"] == "Z", f"pid {pid} still runs after stack down"
         assert procs.group_members(pid) == [], f"process group {pid} still has members"
-    for port in (29092, 29093, 25433, 28088):
+    for port in (29092, 29093, 25433, 28088, 28081, 26123):
         assert not procs.port_listening(port), f"port {port} still listened on after stack down"
     assert not list((home / "run").glob("*.pid"))
 
@@ -248,11 +289,11 @@ def test_down_stops_everything_then_a_cached_up_restarts_with_data_kept(home, cu
     import psycopg
 
     pids = _pids(current)
-    assert len(pids) == 3
+    assert len(pids) == 4
     _timed("down", home, "stack", "down")
     _assert_nothing_left(home, pids)
     stopped = status(home)
-    assert {part["state"] for part in stopped["components"].values()} == {"stopped", "ready"}
+    assert {part["state"] for part in stopped["components"].values()} == {"stopped"}
 
     _timed("up from stopped (cached)", home, "stack", "up")
     assert TIMINGS["up from stopped (cached)"] < 120

@@ -7,9 +7,10 @@ The same facts ``pathwatch stack status --json`` prints are available to Python 
     current.kafka_bootstrap           # '127.0.0.1:19092'
     current.database_url              # DSN of the owner role (migrations, jobs)
     current.database_url_readonly     # DSN of the read-only role (dashboards)
-    stack.flink.job_environment()     # environment variables for a PyFlink job
+    stack.flink.job_environment()     # environment variables for Flink's client or a PyFlink job
     stack.flink.job_configuration()   # Flink settings: thread mode, connector jars
-    stack.jobs.registered("detect")   # context manager: list this process as a running job
+    current.flink_jobs                # the jobs active in the Flink cluster (name, id, state)
+    stack.jobs.registered("tickets")  # context manager: list this process as a running job
 
 Every function takes an optional StackConfig (``stack.config.resolve(...)``); without one
 the configuration comes from $PATHWATCH_HOME, the config file and the environment.

@@ -150,8 +150,11 @@ def _connect_text(part) -> str:
         "rt": [f"{info.get('url')} queue {info.get('queue')}", f"root / {info.get('root_password')}" if info.get("root_password") else "",
                f"bot token in {info.get('token_file')}"],
         "alertmanager": [f"{info.get('url')}", f"notifies {info.get('receiver_url')}"],
-        "flink": [f"jars in {info.get('jar_dir')}", f"{len(info.get('jobs') or [])} pathwatch job(s) running"]
-                 + [f"job {job['name']} pid {job['pid']}" for job in info.get("jobs") or []],
+        "flink": [f"web UI {info.get('web_ui')}",
+                  f"{info.get('taskmanagers') or 0} TaskManager(s), {info.get('slots_available') or 0} of "
+                  f"{info.get('slots_total') or 0} slots free" if info.get("taskmanagers") is not None else "",
+                  f"{len(info.get('jobs') or [])} job(s) running"]
+                 + [f"{job['name']} {job['state'].lower()}" for job in info.get("jobs") or []],
     }.get(part.name, [])
     return "\n".join(line for line in lines if line)
 

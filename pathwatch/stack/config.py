@@ -52,9 +52,15 @@ class StackConfig:
     superset_admin: str = "pathwatch-admin"
     superset_workers: int = 2
     superset_threads: int = 4
-    # Flink: jobs run a local MiniCluster in their own process; the web UI port is the one
-    # docker-compose publishes for its jobmanager.
+    # Flink standalone session cluster (the distribution PyFlink ships): REST API and web UI
+    # port, JobManager RPC port, the TaskManager's slots and both processes' memory; or an
+    # existing cluster's REST address (HOST:PORT) that the pipeline submits its jobs to.
     flink_ui_port: int = 18081
+    flink_rpc_port: int = 16123
+    flink_taskmanager_slots: int = 8
+    flink_taskmanager_memory: str = "2048m"
+    flink_jobmanager_memory: str = "1024m"
+    flink_address: str | None = None
     # Topic names by role (default: pathwatch/stack/assets/topics.yaml).
     topic_raw: str | None = None
     topic_records: str | None = None

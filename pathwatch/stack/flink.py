@@ -1,36 +1,44 @@
-"""Flink for pathwatch jobs: PyFlink 2.3 (thread mode) in this environment plus the connector jars.
+"""Flink for pathwatch: a standalone session cluster from the distribution PyFlink ships.
 
-There is no Flink cluster to start: a job runs a local MiniCluster inside its own process.
-``stack up`` fetches the connector jars (Kafka, JDBC + PostgreSQL driver) with Maven; a job
-takes its environment variables from :func:`job_environment` (set before PyFlink starts its
-JVM) and its Flink settings from :func:`job_configuration`::
+The ``apache-flink`` wheel carries Flink's whole distribution (``pyflink/bin``, ``lib``,
+``conf``). ``stack up`` fetches the connector jars (Kafka, JDBC + PostgreSQL driver) with Maven,
+writes the cluster's configuration to ``<home>/flink/conf/config.yaml`` and starts one
+JobManager and one TaskManager (``bin/jobmanager.sh`` / ``taskmanager.sh start-foreground``,
+each a process of the stack with its pid file and log). Everything binds 127.0.0.1: the REST
+API and web UI on ``flink.ui_port``, the JobManager's RPC on ``flink.rpc_port``, the rest on
+free ports. Python code of the jobs runs inside the TaskManager (thread mode), with this
+environment's interpreter. With ``flink.address`` set, an existing cluster is used instead
+and nothing is started.
 
-    from pyflink.common import Configuration
-    from pyflink.table import EnvironmentSettings, TableEnvironment
-    from pathwatch.stack import flink
+Jobs are submitted with Flink's own client (``bin/flink run --python``, see
+:mod:`pathwatch.streaming.pipeline`); a client takes its environment from
+:func:`job_environment` and its settings from :func:`job_configuration`. A job run outside the
+cluster (a test, a notebook) gets a local MiniCluster with the same two functions::
 
     os.environ.update(flink.job_environment())
     settings = Configuration()
     for key, value in flink.job_configuration().items():
         settings.set_string(key, value)
-    tables = TableEnvironment.create(
-        EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(settings).build())
-
-Running jobs register themselves with :mod:`pathwatch.stack.jobs`; ``status`` lists them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
-from pathwatch.stack import jobs
-from pathwatch.stack.component import NOT_INSTALLED, READY, Component, ComponentStatus, StackError, Step, asset
+from pathwatch.stack import procs
+from pathwatch.stack.component import (EXTERNAL, FAILED, NOT_INSTALLED, RUNNING, STOPPED, Component,
+                                       ComponentStatus, StackError, Step, asset)
 from pathwatch.stack.config import StackConfig, resolve
+from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
 from pathwatch.stack.jvm import java_home
 from pathwatch.stack.paths import Paths
+
+# The cluster's two processes, in start order.
+ROLES = ("jobmanager", "taskmanager")
 
 
 def _pyflink_version() -> str | None:
@@ -44,30 +52,182 @@ def _pyflink_version() -> str | None:
         return "unknown"
 
 
+def distribution() -> Path:
+    """The Flink distribution inside the installed PyFlink package (``bin/``, ``lib/``, ``conf/``)."""
+    spec = importlib.util.find_spec("pyflink")
+    if spec is None or not spec.submodule_search_locations:
+        raise StackError("flink: PyFlink is not installed in this environment; ./run setup installs "
+                         "pathwatch's 'flink' extra (pip install -c constraints.txt -e '.[flink]')")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def cluster_settings(config: StackConfig, shipped: dict) -> dict[str, object]:
+    """The session cluster's config.yaml: the shipped JVM options, loopback addresses, our ports.
+
+    Flat keys only (a nested mapping beside a flat key of the same prefix is a duplicate-key
+    error that aborts start-up).
+
+    >>> values = cluster_settings(resolve(home="/tmp/pw", environ={}, file_values={}), {})
+    >>> values["rest.port"], values["rest.bind-address"], values["taskmanager.numberOfTaskSlots"]
+    (18081, '127.0.0.1', 8)
+    """
+    java_options = ((shipped.get("env") or {}).get("java") or {}).get("opts", {}).get("all", "")
+    return {
+        "env.java.opts.all": java_options,
+        "jobmanager.rpc.address": "127.0.0.1",
+        "jobmanager.rpc.port": config.flink_rpc_port,
+        "jobmanager.bind-host": "127.0.0.1",
+        "jobmanager.memory.process.size": config.flink_jobmanager_memory,
+        "jobmanager.execution.failover-strategy": "region",
+        "taskmanager.bind-host": "127.0.0.1",
+        "taskmanager.host": "127.0.0.1",
+        "taskmanager.numberOfTaskSlots": config.flink_taskmanager_slots,
+        "taskmanager.memory.process.size": config.flink_taskmanager_memory,
+        "rest.address": "127.0.0.1",
+        "rest.bind-address": "127.0.0.1",
+        "rest.port": config.flink_ui_port,
+        "web.submit.enable": False,       # jobs come through the client, not jar uploads in the UI
+        "parallelism.default": 1,
+        "python.executable": sys.executable,
+        "python.client.executable": sys.executable,
+    }
+
+
 class Flink(Component):
     name = "flink"
 
+    @property
+    def external(self) -> bool:
+        return self.config.flink_address is not None
+
+    @property
+    def address(self) -> str:
+        """The REST address (HOST:PORT) jobs are submitted to and status is read from."""
+        return self.config.flink_address or f"127.0.0.1:{self.config.flink_ui_port}"
+
+    def rest(self) -> FlinkRest:
+        return FlinkRest(self.address, timeout=5)
+
+    def _pid_file(self, role: str) -> Path:
+        return self.paths.pid_file(f"flink-{role}")
+
+    def _log(self, role: str) -> Path:
+        return self.paths.log(f"flink-{role}")
+
     def install(self, step: Step) -> None:
-        if _pyflink_version() is None:
-            raise StackError("flink: PyFlink is not installed in this environment; ./run setup installs "
-                             "pathwatch's 'flink' extra (pip install -c constraints.txt -e '.[flink]')")
+        distribution()
         self.maven_copy(step, asset("flink", "pom.xml"), self.paths.flink_jars, "the Flink connector jars",
                         "-DexcludeTransitive=true")
 
-    def stop(self):
-        return None  # nothing of its own runs: jobs are their own processes (see pathwatch.stack.jobs)
+    def configure(self) -> Path:
+        """Write the cluster's conf folder (config.yaml and the shipped logging files); returns it."""
+        import yaml
+
+        shipped_conf = distribution() / "conf"
+        conf = self.paths.flink_conf
+        conf.mkdir(parents=True, exist_ok=True)
+        for item in shipped_conf.iterdir():
+            if item.name != "config.yaml" and item.is_file():
+                shutil.copyfile(item, conf / item.name)
+        shipped = yaml.safe_load((shipped_conf / "config.yaml").read_text()) or {}
+        text = yaml.safe_dump(cluster_settings(self.config, shipped), sort_keys=False, width=100000)
+        (conf / "config.yaml").write_text(text)
+        return conf
+
+    def library(self) -> Path:
+        """The cluster's lib folder: the distribution's jars plus its optional flink-python jar
+        (the operators of Python jobs, loaded once per JVM: thread mode embeds one interpreter)."""
+        folder = self.paths.flink_lib
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for jar in [*(distribution() / "lib").glob("*.jar"), *(distribution() / "opt").glob("flink-python*.jar")]:
+            (folder / jar.name).symlink_to(jar)
+        return folder
+
+    def start(self, step: Step) -> None:
+        if self.external:
+            return
+        self.configure()
+        env = job_environment(self.config)
+        env["FLINK_LIB_DIR"] = str(self.library())
+        for role in ROLES:
+            if procs.running(self._pid_file(role)) is not None:
+                continue
+            if role == "jobmanager":
+                procs.ensure_port_free(self.name, self.config.flink_ui_port)
+                procs.ensure_port_free(self.name, self.config.flink_rpc_port)
+            step(f"starting the {role}")
+            procs.spawn(f"flink-{role}", ["bash", str(distribution() / "bin" / f"{role}.sh"), "start-foreground"],
+                        self._pid_file(role), self._log(role), env=env)
+
+    def process(self) -> procs.ProcessRecord | None:
+        """The JobManager's process (the one ``status`` shows); None unless both processes run."""
+        records = [procs.running(self._pid_file(role)) for role in ROLES]
+        return records[0] if all(records) else None
+
+    def wait_ready(self, deadline: float, step: Step) -> None:
+        import time
+
+        step("waiting until ready")
+        while time.monotonic() < deadline:
+            if self.ready():
+                return
+            if not self.external:
+                for role in ROLES:
+                    if procs.running(self._pid_file(role)) is None:
+                        raise StackError(f"flink: the {role} exited during start-up, see {self._log(role)}")
+            time.sleep(0.5)
+        raise StackError(f"flink: no TaskManager registered at {self.address} after "
+                         f"{self.config.ready_timeout:.0f} s, see {self._log('jobmanager')}")
+
+    def ready(self) -> bool:
+        try:
+            return self.rest().overview().get("taskmanagers", 0) >= 1
+        except FlinkRestError:
+            return False
+
+    def stop(self) -> procs.ProcessRecord | None:
+        if self.external:
+            return None
+        stopped = [procs.stop(f"flink-{role}", self._pid_file(role)) for role in reversed(ROLES)]
+        return stopped[-1] or stopped[0]
 
     def data_paths(self) -> list[Path]:
-        return [self.paths.flink_checkpoints]
+        return [self.paths.flink_checkpoints, self.paths.flink_savepoints]
 
     def status(self) -> ComponentStatus:
         jars = connector_jars(self.config, required=False)
+        web_ui = f"http://{self.address}" if not self.address.startswith("http") else self.address
         info = {"pyflink": _pyflink_version(), "jar_dir": str(self.paths.flink_jars),
                 "jars": [str(jar) for jar in jars], "log_dir": str(self.paths.flink_logs),
-                "web_ui": None, "mode": "local MiniCluster in each job's process (thread mode)",
-                "jobs": [job.to_dict() for job in jobs.running_jobs(self.config.home)]}
-        state = READY if jars and info["pyflink"] else NOT_INSTALLED
-        return ComponentStatus(self.name, state, None, info=info)
+                "web_ui": web_ui, "rest_address": self.address,
+                "mode": "existing cluster" if self.external else "standalone session cluster",
+                "jobs": []}
+        error = None
+        try:
+            overview = self.rest().overview()
+            info.update(taskmanagers=overview.get("taskmanagers"), slots_total=overview.get("slots-total"),
+                        slots_available=overview.get("slots-available"))
+            info["jobs"] = [{"name": job.name, "id": job.id, "state": job.state}
+                            for job in self.rest().jobs() if job.active]
+            answering = overview.get("taskmanagers", 0) >= 1
+        except FlinkRestError as failure:
+            answering, error = False, str(failure)
+        if self.external:
+            return ComponentStatus(self.name, EXTERNAL if answering else FAILED, self.address, info=info,
+                                   error=None if answering else error)
+        info.update(logs=[str(self._log(role)) for role in ROLES])
+        records = {role: procs.running(self._pid_file(role)) for role in ROLES}
+        if not any(records.values()):
+            installed = bool(jars) and info["pyflink"] is not None
+            return ComponentStatus(self.name, STOPPED if installed else NOT_INSTALLED, self.address, info=info)
+        pid = records["jobmanager"].pid if records["jobmanager"] else None
+        missing = [role for role, record in records.items() if record is None]
+        if missing or not answering:
+            why = f"the {', '.join(missing)} is not running" if missing else f"{self.address} does not answer ({error})"
+            return ComponentStatus(self.name, FAILED, self.address, pid, info, f"flink: {why}; `pathwatch stack up` "
+                                   "starts what is missing")
+        return ComponentStatus(self.name, RUNNING, self.address, pid, info)
 
 
 def _config(config: StackConfig | None) -> StackConfig:
@@ -84,7 +244,8 @@ def connector_jars(config: StackConfig | None = None, required: bool = True) -> 
 
 
 def job_environment(config: StackConfig | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment variables a PyFlink job needs: JAVA_HOME, this venv's bin first on PATH, FLINK_LOG_DIR.
+    """Environment variables of Flink's processes and clients: JAVA_HOME, this venv's bin first on
+    PATH, FLINK_LOG_DIR, FLINK_CONF_DIR (the cluster's configuration, which a client reads too).
 
     Without the venv first on PATH thread mode fails (``No module named pemja``); without
     FLINK_LOG_DIR Flink writes its logs into site-packages.
@@ -96,15 +257,24 @@ def job_environment(config: StackConfig | None = None, base: dict[str, str] | No
     rest = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != venv_bin]
     env.update(JAVA_HOME=str(java_home()), PATH=os.pathsep.join([venv_bin, *rest]),
                FLINK_LOG_DIR=str(paths.flink_logs))
+    if (paths.flink_conf / "config.yaml").is_file():  # else the distribution's own conf
+        env["FLINK_CONF_DIR"] = str(paths.flink_conf)
     return env
 
 
 def job_configuration(config: StackConfig | None = None) -> dict[str, str]:
-    """Flink settings for a pathwatch job: thread mode, the connector jars, this interpreter."""
-    jars = connector_jars(config)
-    return {
+    """Flink settings for a pathwatch job: thread mode, the connector jars, this interpreter.
+
+    The jars fetched by ``stack up`` ship with the job; an existing cluster (``flink.address``)
+    without them here must have the connectors in its own lib folder (the compose image does).
+    """
+    config = _config(config)
+    jars = connector_jars(config, required=config.flink_address is None)
+    values = {
         "python.execution-mode": "thread",
-        "pipeline.jars": ";".join(jar.as_uri() for jar in jars),
         "python.executable": sys.executable,
         "python.client.executable": sys.executable,
     }
+    if jars:
+        values["pipeline.jars"] = ";".join(jar.as_uri() for jar in jars)
+    return values

@@ -77,6 +77,18 @@ class Paths:
     def flink_checkpoints(self) -> Path:
         return self.home / "flink" / "checkpoints"
 
+    @property
+    def flink_savepoints(self) -> Path:
+        return self.home / "flink" / "savepoints"
+
+    @property
+    def flink_conf(self) -> Path:
+        return self.home / "flink" / "conf"
+
+    @property
+    def flink_lib(self) -> Path:
+        return self.home / "flink" / "lib"
+
     # TimescaleDB: a Debian 13 root; the cluster lives inside it (PostgreSQL runs chrooted).
     @property
     def debian_root(self) -> Path:

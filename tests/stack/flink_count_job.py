@@ -1,10 +1,11 @@
 """A trivial PyFlink job for the stack tests: read JSON rows from a Kafka topic, sum per key.
 
-Usage: python -m tests.stack.flink_count_job HOME BOOTSTRAP TOPIC
+Usage: flink run --python tests/stack/flink_count_job.py HOME BOOTSTRAP TOPIC (Flink's client,
+attached, so it runs in the stack's session cluster and this program collects the result).
 Prints one JSON object {key: [count, doubled_sum]} on stdout. It runs in thread mode with a
-Python UDF (so the embedded interpreter is used), reads the topic from the start to the
-offsets at job start (bounded), registers itself as job 'stack-test-count' while it runs,
-and takes its environment and settings from pathwatch.stack.flink like the pipeline's jobs.
+Python UDF (so the TaskManager's embedded interpreter is used), reads the topic from the start
+to the offsets at job start (bounded), is called 'stack-test-count' in the cluster, and takes
+its settings from pathwatch.stack.flink like the pipeline's jobs.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from pathwatch.stack import flink, jobs
+from pathwatch.stack import flink
 from pathwatch.stack.config import resolve
 
 
 def main(home: str, bootstrap: str, topic: str) -> None:
     config = resolve(home=home)
-    os.environ.update(flink.job_environment(config))  # before PyFlink starts its JVM
 
     from pyflink.common import Configuration
     from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
@@ -30,6 +30,7 @@ def main(home: str, bootstrap: str, topic: str) -> None:
     for key, value in flink.job_configuration(config).items():
         settings.set_string(key, value)
     settings.set_string("parallelism.default", "1")
+    settings.set_string("pipeline.name", "stack-test-count")
     tables = TableEnvironment.create(
         EnvironmentSettings.new_instance().in_batch_mode().with_configuration(settings).build())
 
@@ -48,10 +49,9 @@ def main(home: str, bootstrap: str, topic: str) -> None:
           'scan.bounded.mode' = 'latest-offset',
           'format' = 'json'
         )""")
-    with jobs.registered("stack-test-count", home=Path(home), topic=topic):
-        result = tables.execute_sql("SELECT k, COUNT(*), SUM(doubled(v)) FROM measurements GROUP BY k")
-        with result.collect() as rows:
-            counts = {row[0]: [row[1], row[2]] for row in rows}
+    result = tables.execute_sql("SELECT k, COUNT(*), SUM(doubled(v)) FROM measurements GROUP BY k")
+    with result.collect() as rows:
+        counts = {row[0]: [row[1], row[2]] for row in rows}
     sys.stdout.write(json.dumps(counts) + "\n")
 
 

@@ -3,8 +3,9 @@
 The stack and jobs start once per test session (fixture ``stream``, session-scoped, imported by
 tests/conftest.py); the pipeline tests check what it did, the dashboard tests look at the result.
 
-The stream: a simulated mesh published in two halves with the jobs killed (SIGKILL, whole
-process groups) in between while they are busy, then restarted from their checkpoints; a
+The stream: a simulated mesh published in two halves with the Flink TaskManager killed
+(SIGKILL) in between while the jobs are busy, then a new one started by `stack up`, on which
+the cluster restarts the jobs from their checkpoints; a
 batch of bad inputs (malformed JSON, unknown format, missing fields, absurd values, duplicates,
 a record far older than what the detectors already analysed, mildly out-of-order records);
 finally one record per path far enough ahead to move the watermark past the data, so the
@@ -45,8 +46,11 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def cli(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    result = subprocess.run([*CLI, *args], env=_env(home), cwd=REPO, capture_output=True, text=True, timeout=timeout)
+def cli(home: Path, *args: str, timeout: float = 900, parallelism: int | None = None) -> subprocess.CompletedProcess:
+    env = _env(home)
+    if parallelism is not None:
+        env["PATHWATCH_PIPELINE_PARALLELISM"] = str(parallelism)
+    result = subprocess.run([*CLI, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
         pytest.fail(f"pathwatch {' '.join(args)} exited {result.returncode}:\n{result.stderr[-4000:]}\n{result.stdout[-2000:]}")
     return result
@@ -79,20 +83,27 @@ def _publish(settings, messages: list[bytes]) -> None:
             publisher.send(body, key)
 
 
-def _kill_jobs(settings) -> list[int]:
+def _kill_taskmanager(home: Path) -> list[int]:
+    """kill -9 of the Flink TaskManager (the JVM that runs every job's operators and Python code)."""
+    from pathwatch.stack import procs
+
+    record = procs.running(home / "run" / "flink-taskmanager.pid")
+    assert record is not None, "no Flink TaskManager runs"
+    os.killpg(record.pgid, signal.SIGKILL)
+    for _ in range(100):
+        if not record.alive():
+            break
+        time.sleep(0.1)
+    return [record.pid]
+
+
+def _rescale(home: Path, settings, parallelism: int) -> dict:
+    """Stop every job with a savepoint and start it again at ``parallelism``; what each job reports."""
     from pathwatch.streaming.pipeline import status
 
-    pids = [job.pid for job in status(settings) if job.running]
-    for pid in pids:
-        os.killpg(pid, signal.SIGKILL)  # each job leads its own session: Python and its JVM
-    for pid in pids:
-        for _ in range(100):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-    return pids
+    cli(home, "pipeline", "stop")
+    cli(home, "pipeline", "start", parallelism=parallelism)
+    return {"parallelism": parallelism, "jobs": {job.name: job.to_dict() for job in status(settings)}}
 
 
 def _rows(settings, sql: str, args=()) -> list[tuple]:
@@ -160,7 +171,7 @@ def stream(tmp_path_factory):
         bad = _bad_messages(data)
         half = len(data) // 2
 
-        cli(home, "pipeline", "start", "--fresh")
+        cli(home, "pipeline", "start", "--fresh", parallelism=2)
         _publish(settings, data[:half])
         # Kill while busy: once the store job has written something, before everything is processed.
         from pathwatch.streaming.pipeline import job_lag
@@ -171,11 +182,19 @@ def stream(tmp_path_factory):
             if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")):
                 break
             time.sleep(0.5)
-        killed = _kill_jobs(settings)
-        cli(home, "pipeline", "start")  # resumes from the retained checkpoints
+        killed = _kill_taskmanager(home)
+        cli(home, "stack", "up")        # starts a new TaskManager; the jobs restart from their checkpoints
+        cli(home, "pipeline", "start", parallelism=2)  # finds them all still submitted: starts nothing
         _publish(settings, data[half:] + duplicates)
         _wait_caught_up(settings)
+        from pathwatch.streaming.pipeline import status
+
+        jobs = {job.name: job.to_dict() for job in status(settings)}  # after the kill, before the rescales
+        # Rescale through savepoints: stopped at parallelism 2, resumed at 1, and back to 2 later.
+        rescales = [_rescale(home, settings, 1)]
         _publish(settings, [body for bodies in bad.values() for body in bodies] + late)
+        _wait_caught_up(settings)
+        rescales.append(_rescale(home, settings, 2))
         # One record per path ahead of the data by more than the ordering delay moves the
         # watermark past the end of the data on every partition.
         from pathwatch.models.observe import epoch
@@ -185,7 +204,7 @@ def stream(tmp_path_factory):
         tails = _tails(data, data_end + settings.ordering_delay_s + 1)
         _publish(settings, tails)
         _wait_caught_up(settings)
-        yield {"home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
+        yield {"jobs": jobs, "rescales": rescales, "home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
                "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim}
     finally:
         subprocess.run([*CLI, "pipeline", "stop"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
