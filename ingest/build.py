@@ -1,4 +1,10 @@
-"""Turn a parser's field dict into a validated canonical record with its deterministic id."""
+"""Turn a parser's field dict into a validated canonical record with its deterministic id.
+
+The one place records are built. A record is a pydantic model (``Throughput``, ``Latency``,
+``Trace``), or, when the parser's context asks ``as_dicts``, the JSON-ready dict the model would
+dump, checked by the same rules without building the model (:mod:`pathwatch.contract.plain`).
+Either way a field that breaks the contract is the same ParseError, worded by the model.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pathwatch.contract import plain
 from pathwatch.contract.ids import measurement_id, path_fingerprint
 from pathwatch.contract.records import Latency, Throughput, Trace
 
@@ -80,10 +87,11 @@ def _validation_error(error: ValidationError) -> ParseError:
     return ParseError(field, f"{first['msg']} (got {first.get('input')!r})")
 
 
-def record(kind: str, ctx: Context, fields: dict[str, Any]) -> Throughput | Latency | Trace:
+def record(kind: str, ctx: Context, fields: dict[str, Any]) -> Throughput | Latency | Trace | dict[str, Any]:
     """Validate ``fields`` as a ``kind`` record; fills id, format, collected_at and ip_version.
 
-    Raises ParseError naming the first field that breaks the contract.
+    A model, or its ``model_dump(mode="json")`` dict when ``ctx.as_dicts``. Raises ParseError
+    naming the first field that breaks the contract.
     """
     fields.setdefault("format", ctx.format)
     if ctx.collected_at and "collected_at" not in fields:
@@ -98,13 +106,23 @@ def record(kind: str, ctx: Context, fields: dict[str, Any]) -> Throughput | Late
     fields["id"] = measurement_id(
         kind, fields.get("source"), fields.get("destination"), fields["time"], fields.get("tool", ""), *extras
     )
+    if not ctx.as_dicts:
+        return _model(kind, fields)
+    try:
+        return plain.validate(kind, fields)
+    except ValidationError:
+        _model(kind, fields)  # raises the ParseError as the model words it (plain's wording can differ)
+        raise  # the model accepted what plain rejected: a bug, not bad input
+
+
+def _model(kind: str, fields: dict[str, Any]) -> Throughput | Latency | Trace:
     try:
         return _VALIDATORS[kind](fields)
     except ValidationError as error:
         raise _validation_error(error) from None
 
 
-def trace_record(ctx: Context, fields: dict[str, Any], hops: list[dict[str, Any]]) -> Trace:
+def trace_record(ctx: Context, fields: dict[str, Any], hops: list[dict[str, Any]]) -> Trace | dict[str, Any]:
     """A trace record from hop dicts: derives hop_count, path_id, as_path_id and (if unset) reached."""
     responding = [hop["ip"] for hop in hops if hop.get("ip")]
     asns: list[int] = []

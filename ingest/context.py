@@ -12,12 +12,15 @@ class Context:
     ``source``/``destination`` name the test's endpoints as it was run (client → server, as
     pscheduler names them); parsers fall back to what the payload says when they are None.
     ``collected_at`` (RFC 3339 UTC) is the fallback test time for payloads that carry none.
+    ``as_dicts`` asks :func:`pathwatch.ingest.build.record` for JSON-ready dicts instead of
+    record models (the lean path: the same checks, no model objects).
     """
 
     format: str
     source: str | None = None
     destination: str | None = None
     collected_at: str | None = None
+    as_dicts: bool = False
 
     def endpoint(self, envelope_value: str | None, payload_value: str | None) -> str | None:
         """The envelope's name for an endpoint when it gives one, else the payload's."""

@@ -23,8 +23,9 @@ def is_envelope(value: Any) -> bool:
     return isinstance(value, dict) and "format" in value and "payload" in value
 
 
-def open_envelope(value: dict) -> tuple[registry.Format, Any, Context]:
-    """Validate an envelope against its contract and return its format, payload and parser context."""
+def open_envelope(value: dict, *, as_dicts: bool = False) -> tuple[registry.Format, Any, Context]:
+    """Validate an envelope against its contract and return its format, payload and parser context
+    (``as_dicts``: see :class:`Context`)."""
     if _plainly_valid(value):
         get = value.get
         fmt_name, payload, source, destination, collected_at = (
@@ -47,7 +48,7 @@ def open_envelope(value: dict) -> tuple[registry.Format, Any, Context]:
             collected_at = timefmt.normalize(collected_at)
         except ValueError as error:
             raise ParseError("collected_at", f"not an RFC 3339 time with zone: {error}") from None
-    return fmt, payload, Context(fmt.name, source, destination, collected_at)
+    return fmt, payload, Context(fmt.name, source, destination, collected_at, as_dicts)
 
 
 _FIELDS = frozenset(RawEnvelope.model_fields)

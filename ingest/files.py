@@ -39,8 +39,11 @@ def _read(origin: str) -> tuple[bytes, str]:
     return data, format_utc(datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
 
 
-def parse_paths(origins: list[str], defaults: Defaults = Defaults()) -> Iterator[Located]:
-    """Outcomes for every item of every input, in order; unreadable inputs become rejected outcomes."""
+def parse_paths(origins: list[str], defaults: Defaults = Defaults(), *, as_dicts: bool = False) -> Iterator[Located]:
+    """Outcomes for every item of every input, in order; unreadable inputs become rejected outcomes.
+
+    ``as_dicts``: records as JSON-ready dicts (see :func:`pathwatch.ingest.parse.parse_item`).
+    """
     for origin in origins:
         try:
             data, fallback_time = _read(origin)
@@ -50,4 +53,4 @@ def parse_paths(origins: list[str], defaults: Defaults = Defaults()) -> Iterator
             continue
         file_defaults = defaults if defaults.collected_at else replace(defaults, collected_at=fallback_time)
         for item in read_items(data):
-            yield Located(origin, parse_item(item, file_defaults))
+            yield Located(origin, parse_item(item, file_defaults, as_dicts=as_dicts))

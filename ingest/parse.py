@@ -1,5 +1,9 @@
 """Parse items into canonical records: the one place raw input becomes the record contract.
 
+Records are pydantic models; with ``as_dicts=True`` they are the JSON-ready dicts those models
+would dump (``model_dump(mode="json")``), built by the lean path (:mod:`pathwatch.ingest.build`)
+that the streaming normalise step and ``pathwatch parse`` take. Errors are the same either way.
+
 >>> from pathwatch.ingest.reader import read_items
 >>> item = next(read_items(b'{"format": "ping", "source": "a", "destination": "b", '
 ...     b'"collected_at": "2024-01-01T00:00:00Z", "payload": "PING b (10.0.0.2) 56(84) bytes of data.\\\\n"}'))
@@ -34,7 +38,8 @@ class Defaults:
 
 @dataclass
 class Outcome:
-    """What one item gave: records, or the error that rejected it, and the format it was read as."""
+    """What one item gave: records (models, or dicts when parsed ``as_dicts``), or the error that
+    rejected it, and the format it was read as."""
 
     item: Item
     format: str | None = None
@@ -42,26 +47,31 @@ class Outcome:
     error: ParseError | None = None
 
 
-def resolve(value: Any, defaults: Defaults = Defaults()) -> tuple[registry.Format, Any, Context]:
+def resolve(
+    value: Any, defaults: Defaults = Defaults(), *, as_dicts: bool = False
+) -> tuple[registry.Format, Any, Context]:
     """(format, payload, context) of one decoded envelope or bare payload; raises ParseError."""
     if is_envelope(value):
-        return open_envelope(value)
+        return open_envelope(value, as_dicts=as_dicts)
     fmt = registry.get(defaults.format) if defaults.format else registry.detect(value)
-    return fmt, value, Context(fmt.name, defaults.source, defaults.destination, defaults.collected_at)
+    return fmt, value, Context(fmt.name, defaults.source, defaults.destination, defaults.collected_at, as_dicts)
 
 
-def parse_value(value: Any, defaults: Defaults = Defaults()) -> tuple[str, list]:
+def parse_value(value: Any, defaults: Defaults = Defaults(), *, as_dicts: bool = False) -> tuple[str, list]:
     """(format name, records) for one decoded envelope or bare payload; raises ParseError."""
-    fmt, payload, ctx = resolve(value, defaults)
+    fmt, payload, ctx = resolve(value, defaults, as_dicts=as_dicts)
     return fmt.name, registry.parse_payload(fmt, payload, ctx)
 
 
-def parse_item(item: Item, defaults: Defaults = Defaults()) -> Outcome:
-    """Parse one item; never raises for bad input (the Outcome carries the error and, if known, the format)."""
+def parse_item(item: Item, defaults: Defaults = Defaults(), *, as_dicts: bool = False) -> Outcome:
+    """Parse one item; never raises for bad input (the Outcome carries the error and, if known, the format).
+
+    ``as_dicts``: records as JSON-ready dicts (the lean path) instead of models.
+    """
     if item.error is not None:
         return Outcome(item, error=item.error)
     try:
-        fmt, payload, ctx = resolve(item.value, defaults)
+        fmt, payload, ctx = resolve(item.value, defaults, as_dicts=as_dicts)
     except ParseError as error:
         return Outcome(item, error=error)
     try:

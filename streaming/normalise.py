@@ -24,6 +24,7 @@ from pathwatch.models.incidents import path_key
 from pathwatch.models.observe import epoch
 
 RECORD, DEAD = "record", "dead"
+_NO_DEFAULTS = Defaults()  # the raw topic forces no format, endpoints or collection time
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,18 @@ def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
 
     A message holding several items (a JSON array or lines) is all-or-nothing: one bad item
     dead-letters the whole message, so it can be fixed and replayed as the unit it arrived as.
+    Records take the lean path (``as_dicts``): the JSON-ready dicts the record models would dump,
+    checked by the same rules, without building the models.
     """
     records: list[Output] = []
     for item in read_items(body):
-        outcome = parse_item(item, Defaults())
+        outcome = parse_item(item, _NO_DEFAULTS, as_dicts=True)
         if outcome.error is not None:
             where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
             value = dead_letter(body, origin, received_ms, "normalise", where + outcome.error.reason,
                                 outcome.error.field, outcome.format)
             return [Output(DEAD, value["id"], value, received_ms)]
-        for record in outcome.records:
-            data = record.model_dump(mode="json")
+        for data in outcome.records:
             records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
                                   int(round(epoch(data["time"]) * 1000))))
     if not records:

@@ -17,25 +17,29 @@ from collections.abc import Iterable
 PATHWATCH_NAMESPACE = uuid.UUID("7f3c2a52-4a4b-5a1e-9a55-70617468776e")
 
 
-_NAMESPACE_BYTES = PATHWATCH_NAMESPACE.bytes
+# SHA-1 already fed the namespace: each id copies it and adds its name.
+_NAMESPACE_SHA1 = hashlib.sha1(PATHWATCH_NAMESPACE.bytes)
+# uuid5 sets the top two bits of byte 8 to the RFC 4122 variant (10): its first hex digit becomes 8, 9, a or b.
+_VARIANT_DIGIT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 def uuid5_text(name: str) -> str:
-    """``str(uuid.uuid5(PATHWATCH_NAMESPACE, name))`` without building UUID objects (a third of the time).
+    """``str(uuid.uuid5(PATHWATCH_NAMESPACE, name))`` without building UUID objects (under half the time).
 
-    >>> uuid5_text("x") == str(uuid.uuid5(PATHWATCH_NAMESPACE, "x"))
+    The version (5) and variant bits are written into the hex digits they land in.
+
+    >>> all(uuid5_text(n) == str(uuid.uuid5(PATHWATCH_NAMESPACE, n)) for n in ("x", "", "é|ü", "a" * 200))
     True
     """
-    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    hexed = digest.hex()
-    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+    sha1 = _NAMESPACE_SHA1.copy()
+    sha1.update(name.encode("utf-8"))
+    hexed = sha1.hexdigest()
+    return f"{hexed[:8]}-{hexed[8:12]}-5{hexed[13:16]}-{_VARIANT_DIGIT[hexed[16]]}{hexed[17:20]}-{hexed[20:32]}"
 
 
 def measurement_id(kind: str, source: str | None, destination: str | None, time: str, tool: str, *extra: object) -> str:
     """UUID5 over what identifies one measurement: kind, path, start time, tool and any extra discriminators."""
-    key = "|".join([kind, source or "", destination or "", time, tool, *(str(e) for e in extra)])
+    key = "|".join([kind, source or "", destination or "", time, tool, *map(str, extra)])
     return uuid5_text(key)
 
 

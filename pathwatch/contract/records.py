@@ -7,7 +7,9 @@ is generated from these classes by ``pathwatch schema --write`` and a test keeps
 
 A record is built by a parser, never by hand; ``id`` is deterministic (see
 :func:`pathwatch.contract.ids.measurement_id`), so parsing the same measurement twice yields
-the same id and storage can upsert on it.
+the same id and storage can upsert on it. :mod:`pathwatch.contract.plain` checks the same
+fields by these classes' rules into the JSON-ready dicts they dump, without building them (the
+lean path of the streaming normalise step).
 """
 
 from __future__ import annotations

@@ -52,5 +52,16 @@ def normalize(text: str, *, assume_utc: bool = False) -> str:
 
     >>> normalize("2024-05-01T10:00:00-04:00"), normalize("2024-05-01T14:00:00.5Z")
     ('2024-05-01T14:00:00Z', '2024-05-01T14:00:00.500000Z')
+
+    A time that is not a year 1-9999 time in UTC is a ValueError like any other bad time:
+
+    >>> normalize("0001-01-01T00:00:00+01:00")
+    Traceback (most recent call last):
+    ...
+    ValueError: '0001-01-01T00:00:00+01:00' is outside years 1-9999 in UTC
     """
-    return format_utc(parse_rfc3339(text, assume_utc=assume_utc))
+    moment = parse_rfc3339(text, assume_utc=assume_utc)
+    try:
+        return format_utc(moment)
+    except OverflowError:  # astimezone past datetime's range
+        raise ValueError(f"{text!r} is outside years 1-9999 in UTC") from None
