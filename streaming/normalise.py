@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from pathwatch.contract.ids import PATHWATCH_NAMESPACE
 from pathwatch.contract.timefmt import format_utc
 from pathwatch.ingest.parse import Defaults, parse_item
@@ -38,12 +40,40 @@ class Origin:
 
 @dataclass(frozen=True)
 class Output:
-    """``target`` is RECORD or DEAD; ``key`` the Kafka key; ``value`` the JSON object; ``time_ms`` its event time."""
+    """``target`` is RECORD or DEAD; ``key`` the Kafka key; ``value`` the JSON object, ``text`` its
+    JSON (what goes on the topic); ``time_ms`` its event time."""
 
     target: str
     key: str
     value: dict[str, Any]
     time_ms: int
+    text: bytes = b""
+
+
+def _dead(body: bytes, origin: Origin, received_ms: int, reason: str, field: str | None = None,
+          fmt: str | None = None) -> Output:
+    value = dead_letter(body, origin, received_ms, "normalise", reason, field, fmt)
+    return Output(DEAD, value["id"], value, received_ms, orjson.dumps(value))
+
+
+def oversized_integer(value: Any, where: str = "") -> str | None:
+    """The field (dotted path) of the first integer JSON consumers cannot hold in 64 bits, or None.
+
+    >>> oversized_integer({"mss_bytes": 10**20, "hops": [{"asn": 1}]})
+    'mss_bytes'
+    >>> oversized_integer({"hops": [{"asn": 1}, {"asn": -2**64}]})
+    'hops.1.asn'
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return where if not -2**63 <= value < 2**63 else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found = oversized_integer(inner, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,
@@ -83,16 +113,18 @@ def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
     records: list[Output] = []
     for item in read_items(body):
         outcome = parse_item(item, _NO_DEFAULTS, as_dicts=True)
+        where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
         if outcome.error is not None:
-            where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
-            value = dead_letter(body, origin, received_ms, "normalise", where + outcome.error.reason,
-                                outcome.error.field, outcome.format)
-            return [Output(DEAD, value["id"], value, received_ms)]
+            return [_dead(body, origin, received_ms, where + outcome.error.reason, outcome.error.field, outcome.format)]
         for data in outcome.records:
+            try:
+                text = orjson.dumps(data)
+            except orjson.JSONEncodeError:  # a number beyond 64 bits: no consumer (Flink SQL, SQL bigint) holds it
+                field = oversized_integer(data)
+                return [_dead(body, origin, received_ms, f"{where}{field}: an integer beyond 64 bits",
+                              field, outcome.format)]
             records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
-                                  int(round(epoch(data["time"]) * 1000))))
+                                  int(round(epoch(data["time"]) * 1000)), text))
     if not records:
-        value = dead_letter(body, origin, received_ms, "normalise", "no measurement in this input (the tool output "
-                            "holds no result)")
-        return [Output(DEAD, value["id"], value, received_ms)]
+        return [_dead(body, origin, received_ms, "no measurement in this input (the tool output holds no result)")]
     return records

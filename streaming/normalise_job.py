@@ -12,8 +12,6 @@ from __future__ import annotations
 import sys
 import time
 
-import orjson
-
 JOB = "normalise"
 
 
@@ -30,7 +28,7 @@ def _normalise_function():
         def flat_map(self, row):
             body, partition, offset = row[0], row[1], row[2]
             for out in normalise(bytes(body), Origin(self.topic, partition, offset), int(time.time() * 1000)):
-                yield Row(out.target, out.key, orjson.dumps(out.value).decode(), out.time_ms)
+                yield Row(out.target, out.key, out.text.decode(), out.time_ms)
 
     return Normalise
 

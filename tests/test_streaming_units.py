@@ -4,6 +4,7 @@ the detect job's ordering (buffer + release at watermarks gives the offline repl
 from __future__ import annotations
 
 import base64
+import json
 import random
 
 import orjson
@@ -49,6 +50,20 @@ def test_each_bad_message_gives_exactly_one_dead_letter_naming_field_and_origin(
         assert letter["field"] == field and letter["reason"], body
         assert (letter["topic"], letter["kafka_partition"], letter["kafka_offset"]) == ("pathwatch.raw", 2, 41)
         assert letter["input"].encode() == body and letter["stage"] == "normalise"
+
+
+def test_an_integer_beyond_64_bits_is_a_dead_letter_not_a_record_no_consumer_can_read():
+    from pathwatch.ingest.examples import example_path
+    from pathwatch.ingest.registry import get
+
+    iperf = json.loads(example_path(get("iperf3")).read_bytes().splitlines()[0])  # holds big ints orjson refuses
+    good = normalise(json.dumps(iperf).encode(), ORIGIN, 0)
+    assert [o.target for o in good] == [RECORD] and orjson.loads(good[0].text) == good[0].value
+    iperf["payload"]["start"]["tcp_mss_default"] = 10**20
+    out = normalise(json.dumps(iperf).encode(), ORIGIN, 0)
+    assert [o.target for o in out] == [DEAD]
+    assert out[0].value["field"] == "mss_bytes" and "64 bits" in out[0].value["reason"]
+    assert orjson.loads(out[0].text) == out[0].value
 
 
 def test_dead_letters_keep_bytes_that_are_not_text_and_have_ids_unique_per_message():
