@@ -1,8 +1,9 @@
 """What the pipeline's jobs need to know, gathered once from the stack's configuration.
 
 Settings come from the stack config (defaults < ``pathwatch.toml`` < ``PATHWATCH_*``), secrets
-from the environment or the state directory — never literals here. A job's client receives the path of a file only this user can read
-(:func:`write_file`), so no secret is on a command line and nothing is read at import time.
+from the environment or the state directory — never literals here. A job's client receives
+the path of a file only this user can read (:func:`write_file`), so no secret is on a command
+line and nothing is read at import time.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ class PipelineSettings:
 
     def jdbc(self) -> dict[str, str]:
         """JDBC URL, user and password of the database (``stringtype=unspecified`` lets text fill
-        timestamptz, uuid and jsonb columns)."""
+        timestamptz, uuid and jsonb columns; ``reWriteBatchedInserts`` sends each flushed batch
+        of upserts as multi-row statements instead of one round trip per row)."""
         from urllib.parse import unquote
 
         parts = urlsplit(self.database_url)
-        url = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}?stringtype=unspecified"
+        url = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}?stringtype=unspecified&reWriteBatchedInserts=true"
         return {"url": url, "username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
 
 
