@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(help="The streaming pipeline's Flink jobs (analyse: normalise and detect; store).", no_args_is_help=True)
+app = typer.Typer(help="The streaming pipeline's Flink jobs (normalise, detect, store).", no_args_is_help=True)
 
-_JOBS_HELP = "Jobs to act on (default: both, analyse and store)."
+_JOBS_HELP = "Jobs to act on (default: all of normalise, detect, store)."
 
 
 FlinkAddress = Annotated[Optional[str], typer.Option(

@@ -25,10 +25,9 @@ from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
 from pathwatch.streaming.flink_env import resume_point
 from pathwatch.streaming.settings import PipelineSettings, write_file
 
-JOBS = ("analyse", "store")
-# Each job's consumer group and the topic roles it reads (the analyse job's group keeps the
-# name of the normalise stage that reads raw: an upgraded install resumes from its offsets).
-GROUPS = {"analyse": ("pathwatch-normalise", ("raw",)),
+JOBS = ("normalise", "detect", "store")
+# Each job's consumer group and the topic roles it reads.
+GROUPS = {"normalise": ("pathwatch-normalise", ("raw",)), "detect": ("pathwatch-detect", ("records",)),
           "store": ("pathwatch-store", ("records", "anomalies", "deadletters"))}
 _SUBMITTED = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
 

@@ -30,8 +30,8 @@ def test_the_database_password_is_in_a_private_file_never_on_the_client_command_
     path = write_file(settings)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert read_file(path) == settings
-    restore = tmp_path / "flink" / "savepoints" / "analyse" / "savepoint-1"
-    for job in ("analyse", "store"):
+    restore = tmp_path / "flink" / "savepoints" / "detect" / "savepoint-1"
+    for job in ("normalise", "detect", "store"):
         command = submit_command(settings, job, path, restore)
         assert not any(SECRET in part for part in command), command
         assert command[command.index("--python") + 1].endswith(f"{job}_job.py")
@@ -50,13 +50,13 @@ def _point(folder: Path, age_s: float) -> Path:
 
 def test_a_job_resumes_from_the_newest_of_its_savepoints_and_retained_checkpoints(tmp_path):
     settings = _settings(tmp_path)
-    assert resume_point(settings, "analyse") is None
-    old_savepoint = _point(tmp_path / "flink" / "savepoints" / "analyse" / "savepoint-aa-1", 300)
-    checkpoint = _point(tmp_path / "flink" / "checkpoints" / "analyse" / "job1" / "chk-7", 100)
-    (tmp_path / "flink" / "checkpoints" / "analyse" / "job1" / "chk-8").mkdir()  # incomplete: no _metadata
-    assert resume_point(settings, "analyse") == checkpoint  # killed after its savepoint: the checkpoint is newer
-    savepoint = _point(tmp_path / "flink" / "savepoints" / "analyse" / "savepoint-bb-2", 10)
-    assert resume_point(settings, "analyse") == savepoint   # stopped since: the savepoint is newer
+    assert resume_point(settings, "detect") is None
+    old_savepoint = _point(tmp_path / "flink" / "savepoints" / "detect" / "savepoint-aa-1", 300)
+    checkpoint = _point(tmp_path / "flink" / "checkpoints" / "detect" / "job1" / "chk-7", 100)
+    (tmp_path / "flink" / "checkpoints" / "detect" / "job1" / "chk-8").mkdir()  # incomplete: no _metadata
+    assert resume_point(settings, "detect") == checkpoint  # killed after its savepoint: the checkpoint is newer
+    savepoint = _point(tmp_path / "flink" / "savepoints" / "detect" / "savepoint-bb-2", 10)
+    assert resume_point(settings, "detect") == savepoint   # stopped since: the savepoint is newer
     assert resume_point(settings, "store") is None          # each job its own
     assert old_savepoint != savepoint
 

@@ -82,7 +82,7 @@ def test_records_topic_holds_each_record_exactly_once_despite_the_kill(stream):
             idle = 0
     consumer.close()
     # Duplicated raw messages give the same record twice (both are delivered); nothing else repeats,
-    # although the TaskManager was killed and replayed part of its input.
+    # although the normalise job was killed and replayed part of its input.
     from collections import Counter
 
     from pathwatch.streaming.normalise import Origin, normalise

@@ -179,7 +179,7 @@ def stream(tmp_path_factory):
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             written = _rows(settings, "SELECT count(*) FROM latency")[0][0]
-            if written > 0 and (job_lag(settings, "analyse") or job_lag(settings, "store")):
+            if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")):
                 break
             time.sleep(0.5)
         killed = _kill_taskmanager(home)

@@ -1,4 +1,4 @@
-"""The analyse job's detection operators: records keyed by path in, anomaly states and late dead letters out.
+"""The detect job: records topic -> anomalies topic (+ dead letters for late records), PyFlink.
 
 Two operators: ``detect`` (keyed by path, every path's detectors) and ``incidents`` (one task:
 :class:`~pathwatch.models.incidents.IncidentGrouper` joins the paths' anomalies into incidents and
@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
 import time
 
 import orjson
+
+JOB = "detect"
 
 
 def endpoints_of(key: str, record: dict | None) -> tuple[str | None, str | None]:
@@ -43,7 +46,7 @@ def endpoints_of(key: str, record: dict | None) -> tuple[str | None, str | None]
     return source or None, destination or None
 
 
-def detect_function(config_path: str | None):
+def _detect_function(config_path: str | None):
     from pyflink.common import Row, Types
     from pyflink.datastream import KeyedProcessFunction
     from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
@@ -92,9 +95,8 @@ def detect_function(config_path: str | None):
                 ctx.timer_service().register_event_time_timer(due)
                 self.armed_state.update(due)
 
-        def process_element(self, row, ctx):
-            """``row``: the normalise step's output (target, path key, record JSON, record time in ms)."""
-            key, body = ctx.get_current_key(), row[2]
+        def process_element(self, body, ctx):
+            key = ctx.get_current_key()
             record = orjson.loads(body)
             state = self._path(key, record)
             while self.new_paths:
@@ -136,7 +138,7 @@ def detect_function(config_path: str | None):
     return Detect
 
 
-def incidents_function(config_path: str | None):
+def _incidents_function(config_path: str | None):
     from pyflink.common import Row, Types
     from pyflink.datastream import KeyedProcessFunction
     from pyflink.datastream.state import ValueStateDescriptor
@@ -172,3 +174,67 @@ def incidents_function(config_path: str | None):
             self.state.update(pickle.dumps(grouper, protocol=5))
 
     return Incidents
+
+
+def _path_of(body: str) -> str:
+    """The path key of a record's JSON (what the publishers and the normalise job key by)."""
+    from pathwatch.streaming.normalise import path_key
+
+    record = orjson.loads(body)
+    return path_key(record.get("source"), record.get("destination"))
+
+
+def build(settings, config_path: str | None = None):
+    from pyflink.common import Duration, Types, WatermarkStrategy
+    from pyflink.common.serialization import SimpleStringSchema
+    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
+
+    from pathwatch.streaming.flink_env import environments
+    from pathwatch.streaming.kafka_tables import keyed_raw_sink
+
+    env, tables = environments(settings, JOB)
+    records = settings.topics["records"]
+    # The DataStream Kafka source keeps one watermark per partition (the minimum wins), from the
+    # records' Kafka timestamps, which the normalise job sets to the record time.
+    source = (KafkaSource.builder().set_bootstrap_servers(settings.bootstrap).set_topics(records)
+              .set_group_id("pathwatch-detect")
+              .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST))
+              .set_value_only_deserializer(SimpleStringSchema())
+              .set_property("isolation.level", "read_committed").build())
+    watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
+                  # Long on purpose: a short idleness lets one partition's watermark run ahead when a
+                  # stream resumes, firing false silences. A partition that never gets data (fewer
+                  # paths than partitions) therefore holds the watermark for this long.
+                  .with_idleness(Duration.of_minutes(10))
+                  # Partitions read far ahead of the slowest one wait (bounded buffers in the detectors).
+                  .with_watermark_alignment("pathwatch-records", Duration.of_hours(6), Duration.of_seconds(1)))
+    tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
+    tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
+    # Stable operator ids: a savepoint maps onto the job again at another parallelism.
+    stream = env.from_source(source, watermarks, "records").uid("records-source")
+    rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
+    detected = (stream.key_by(_path_of, key_type=Types.STRING())
+                .process(_detect_function(config_path)(records), output_type=rows).name("detect").uid("detect"))
+    # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
+    grouped = (detected.filter(lambda row: row[0] != "dead")
+               .key_by(lambda row: "incidents", key_type=Types.STRING())
+               .process(_incidents_function(config_path)(), output_type=rows).name("incidents").uid("incidents")
+               .set_parallelism(1))
+    tables.create_temporary_view("detected", tables.from_data_stream(detected.filter(lambda row: row[0] == "dead")
+                                                                     .union(grouped)))
+    statements = tables.create_statement_set()
+    statements.add_insert_sql("INSERT INTO anomalies_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
+                              "FROM detected WHERE target = 'anomaly'")
+    statements.add_insert_sql("INSERT INTO deadletters_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
+                              "FROM detected WHERE target = 'dead'")
+    return statements
+
+
+def main(argv: list[str]) -> None:
+    from pathwatch.streaming.runner import run_job
+
+    run_job(JOB, argv, build)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
