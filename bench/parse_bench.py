@@ -35,7 +35,7 @@ from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
 from pathwatch.models.incidents import path_key
 from pathwatch.models.observe import epoch
-from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise
+from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise, oversized_integer
 
 TARGET_PER_S = 20_000  # trace and latency records per second on one core (issue #2)
 
@@ -74,13 +74,18 @@ def validated_normalise(body: bytes, origin: Origin, received_ms: int) -> list[O
     records = []
     for item in read_items(body):
         outcome = parse_item(item, Defaults())
+        where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
         if outcome.error is not None:
-            where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
             value = dead_letter(body, origin, received_ms, "normalise", where + outcome.error.reason,
                                 outcome.error.field, outcome.format)
             return [Output(DEAD, value["id"], value, received_ms)]
         for model in outcome.records:
             data = model.model_dump(mode="json")
+            field = oversized_integer(data)  # like normalise: no consumer holds an integer beyond 64 bits
+            if field is not None:
+                value = dead_letter(body, origin, received_ms, "normalise", f"{where}{field}: an integer beyond 64 bits",
+                                    field, outcome.format)
+                return [Output(DEAD, value["id"], value, received_ms)]
             records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
                                   int(round(epoch(data["time"]) * 1000))))
     if not records:

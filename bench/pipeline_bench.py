@@ -244,23 +244,33 @@ class Progress(threading.Thread):
         return {"jobs": jobs, "end_to_end_s": end}
 
 
-def _tree_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process and its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
+def _process_stats() -> dict[int, list[str]]:
+    """Every live process's /proc/PID/stat fields after the command name, by pid."""
+    stats = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            stats[int(entry.name)] = fields
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    ticks, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    return stats
+
+
+def _cpu_s(fields: list[str]) -> float:
+    """User + system CPU seconds of one process from its stat fields."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(pid: int, stats: dict[int, list[str]]) -> float:
+    """CPU seconds of a process and its descendants."""
+    children: dict[int, list[int]] = {}
+    for child, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(child)
+    total, todo = 0.0, [pid]
     while todo:
         current = todo.pop()
         if current in stats:
-            total += (int(stats[current][11]) + int(stats[current][12])) / ticks
+            total += _cpu_s(stats[current])
         todo.extend(children.get(current, []))
     return total
 
@@ -270,29 +280,17 @@ PROCESSES = {"flink jobmanager": "flink-jobmanager", "flink taskmanager (every j
              "flink-taskmanager", "kafka": "kafka", "postgresql": "timescaledb", "superset": "superset"}
 
 
-def _all_process_cpu_s() -> float:
-    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
-
-
 def _cpu_by_process(home: Path) -> dict[str, float]:
     """CPU seconds so far of each of the stack's processes (with their children), of this bench
     (publisher, sampler), of every other live process, and of the machine (all cores) by kind."""
-    out = {}
+    out, stats = {}, _process_stats()
     for name, pid_name in PROCESSES.items():
         try:
-            out[name] = _tree_cpu_s(int(json.loads((home / "run" / f"{pid_name}.pid").read_text())["pid"]))
+            out[name] = _tree_cpu_s(int(json.loads((home / "run" / f"{pid_name}.pid").read_text())["pid"]), stats)
         except (OSError, ValueError, KeyError):
             continue
-    out["this bench (publisher, progress sampler)"] = _tree_cpu_s(os.getpid())
-    out["other live processes"] = _all_process_cpu_s() - sum(out.values())
+    out["this bench (publisher, progress sampler)"] = _tree_cpu_s(os.getpid(), stats)
+    out["other live processes"] = sum(_cpu_s(fields) for fields in stats.values()) - sum(out.values())
     ticks = os.sysconf("SC_CLK_TCK")
     user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
     out["machine: interrupts (irq + softirq: loopback network)"] = (irq + softirq) / ticks

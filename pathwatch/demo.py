@@ -80,6 +80,8 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
 
         console.print(f"  the path with the most anomalies ({busiest[0]} → {busiest[1]}) in the path explorer:\n  "
                       + path_explorer_url(current.superset_url, *busiest), markup=False, soft_wrap=True)
+    console.print(f"Flink web UI (the jobs, their checkpoints and back-pressure): "
+                  f"{current.components['flink'].info.get('web_ui')}", markup=False)
     console.print(f"Database (read-only): {current.database_url_readonly}", markup=False)
     console.print("Pipeline: `pathwatch pipeline status`; stop everything with `pathwatch pipeline stop && "
                   "pathwatch stack down`.", markup=False)

@@ -32,11 +32,10 @@ from pathwatch.ingest.examples import example_path
 from pathwatch.ingest.files import parse_paths
 from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
-from pathwatch.models.incidents import path_key
-from pathwatch.models.observe import epoch
 from pathwatch.sim.config import SimConfig
 from pathwatch.sim.generate import path_lines, plan
-from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise
+from pathwatch.streaming.normalise import DEAD, Origin, normalise
+from bench.parse_bench import validated_normalise  # the reference: models, dumped (also what the bench times)
 
 from .conftest import FIXTURES
 from .test_cli import run
@@ -71,29 +70,8 @@ def _text(value) -> str:
     return json.dumps(value)
 
 
-def _validated_normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
-    """``normalise`` as it was before the lean path: the models, dumped (the reference)."""
-    records = []
-    for item in read_items(body):
-        outcome = parse_item(item, Defaults())
-        if outcome.error is not None:
-            where = f"{item.location}: " if item.location not in ("line 1", "input") else ""
-            value = dead_letter(body, origin, received_ms, "normalise", where + outcome.error.reason,
-                                outcome.error.field, outcome.format)
-            return [Output(DEAD, value["id"], value, received_ms)]
-        for model in outcome.records:
-            data = model.model_dump(mode="json")
-            records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
-                                  int(round(epoch(data["time"]) * 1000))))
-    if not records:
-        value = dead_letter(body, origin, received_ms, "normalise", "no measurement in this input (the tool output "
-                            "holds no result)")
-        return [Output(DEAD, value["id"], value, received_ms)]
-    return records
-
-
 def _same_outputs(body: bytes) -> None:
-    ours, reference = normalise(body, ORIGIN, 1_700_000_000_123), _validated_normalise(body, ORIGIN, 1_700_000_000_123)
+    ours, reference = normalise(body, ORIGIN, 1_700_000_000_123), validated_normalise(body, ORIGIN, 1_700_000_000_123)
     assert [(o.target, o.key, o.time_ms, _text(o.value)) for o in ours] == [
         (o.target, o.key, o.time_ms, _text(o.value)) for o in reference
     ]
