@@ -26,6 +26,8 @@ latency without a backlog in front). It measures:
   Superset, idle), of this bench (publisher, sampler), of every other live process, the
   kernel's interrupt work and time stolen by the hypervisor, against the whole machine's busy
   time; what is left is named as processes that ended meanwhile,
+- each job's newest checkpoint size after the flood, and the detect job's keyed state per
+  1,000 paths,
 - per operator chain of each Flink job, its busy seconds (the REST metric
   ``busyTimeMsPerSecond`` summed over subtasks, sampled every 5 s: busy includes waiting for
   the CPU or the embedded interpreter's lock, so it ranks the chains, it does not add to CPU).
@@ -118,6 +120,7 @@ def main() -> None:
         cpu = _accounted({name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after})
         stored = jobs["jobs"]["store"]["final"]
         busy = {name: round(seconds, 1) for name, seconds in sorted(sampler.busy_s.items())}
+        state = _checkpointed_state(settings, {path_key(orjson.loads(line)) for line in lines[:split]} - {None})
         paced_started = time.time()
         if split < len(lines):  # the rest at a steady rate below the pipeline's capacity: latency without a backlog
             print(f"paced: {len(lines) - split} messages at {args.paced_rate}/s", flush=True)
@@ -150,6 +153,7 @@ def main() -> None:
         "cpu_s_from_publish_to_caught_up": cpu,
         "cpu_us_per_record_stored": {name: round(seconds / stored * 1e6) for name, seconds in cpu.items()} if stored else None,
         "busy_s_per_operator_chain_in_flood (Flink REST busyTimeMsPerSecond)": busy,
+        "checkpointed_state_after_flood": state,
         "load_average_1m_at_end": round(os.getloadavg()[0], 1),
         "anomalies": len(flood) + len(paced),
         "latency_s": _summary(flood + paced),
@@ -242,6 +246,22 @@ class Progress(threading.Thread):
         jobs["detect"]["note"] = "committed offsets of the records topic, transaction markers included"
         end = max(jobs[m]["done_s"] for m in ("store", "anomalies", "dead_letters"))
         return {"jobs": jobs, "end_to_end_s": end}
+
+
+def _checkpointed_state(settings, paths: set) -> dict:
+    """Each job's newest checkpoint size after the flood, and the detect job's per 1,000 paths
+    (its keyed state: every path's detectors plus the records still buffered for ordering)."""
+    from pathwatch.stack.flink_rest import FlinkRest
+
+    rest = FlinkRest(settings.flink_address)
+    sizes = {}
+    for job in rest.jobs():
+        if job.active and job.name.startswith("pathwatch-"):
+            latest = (rest.checkpoints(job.id).get("latest") or {}).get("completed") or {}
+            sizes[job.name.removeprefix("pathwatch-")] = latest.get("state_size")
+    detect = sizes.get("detect")
+    return {"bytes_by_job": sizes, "paths": len(paths),
+            "detect_bytes_per_1000_paths": round(detect / len(paths) * 1000) if detect and paths else None}
 
 
 def _process_stats() -> dict[int, list[str]]:

@@ -76,6 +76,26 @@ def test_published_ports_are_loopback_with_the_local_stacks_defaults_and_variabl
     assert len(published) == len(PUBLISHED)
 
 
+def test_the_compose_cluster_runs_the_pipeline_the_way_pipeline_start_does():
+    """flink-jobs is `pathwatch pipeline start` against the compose JobManager, and every Flink
+    container sees the checkpoints and savepoints where the jobs' settings put them."""
+    from pathwatch.streaming.settings import PipelineSettings
+
+    services = _compose()["services"]
+    jobs = services["flink-jobs"]
+    assert jobs["command"] == ["pathwatch", "pipeline", "start"]
+    assert jobs["environment"]["PATHWATCH_FLINK_ADDRESS"] == "flink-jobmanager:8081"
+    home = "/var/lib/pathwatch"  # the image's PATHWATCH_HOME
+    assert f"PATHWATCH_HOME={home}" in (REPO / "Dockerfile").read_text()
+    settings = PipelineSettings(home=home, bootstrap="", topics={}, database_url="", ordering_delay_s=0,
+                                checkpoint_interval_s=1, parallelism=1)
+    for name in ("flink-jobmanager", "flink-taskmanager", "flink-jobs"):
+        mounts = {volume.split(":")[1] for volume in services[name].get("volumes", [])}
+        assert any(str(settings.checkpoints).startswith(mount) and str(settings.savepoints).startswith(mount)
+                   for mount in mounts), f"{name} does not mount {settings.checkpoints.parent}"
+    assert "flink-python" in (REPO / "Dockerfile").read_text()  # Python jobs on a session cluster
+
+
 def test_kafka_settings_match_the_local_server_properties():
     properties = {}
     for line in asset("kafka", "server.properties").read_text().splitlines():
