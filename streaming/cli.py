@@ -53,7 +53,7 @@ def start(
     try:
         run(settings, _names(jobs), fresh=fresh, report=lambda line: err.print(line, markup=False))
     except PipelineError as error:
-        err.print(f"[red]error:[/red] {error}", markup=False)
+        err.print(f"error: {error}", style="red", markup=False)
         raise typer.Exit(1) from None
 
 
@@ -64,8 +64,14 @@ def stop(jobs: Annotated[Optional[list[str]], typer.Argument(help=_JOBS_HELP)] =
     from pathwatch.console import err_console
     from pathwatch.streaming.pipeline import stop as run
 
+    from pathwatch.streaming.pipeline import PipelineError
+
     err = err_console()
-    stopped = run(_settings(flink_address), _names(jobs), report=lambda line: err.print(line, markup=False))
+    try:
+        stopped = run(_settings(flink_address), _names(jobs), report=lambda line: err.print(line, markup=False))
+    except PipelineError as error:
+        err.print(f"error: {error}", style="red", markup=False)
+        raise typer.Exit(1) from None
     typer.echo(f"stopped: {', '.join(stopped) or 'nothing was running'}", err=True)
 
 

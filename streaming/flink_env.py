@@ -45,6 +45,7 @@ def configuration(settings: PipelineSettings, job: str) -> dict[str, str]:
     """Flink settings of ``job``: thread mode, connector jars, checkpointing, restarts."""
     from pathwatch.stack import flink
     from pathwatch.stack.config import resolve
+    from pathwatch.streaming.pipeline import flink_name
 
     folder = settings.checkpoints / job
     interval = settings.store_checkpoint_interval_s if job == "store" else settings.checkpoint_interval_s
@@ -56,7 +57,7 @@ def configuration(settings: PipelineSettings, job: str) -> dict[str, str]:
         "execution.checkpointing.num-retained": "2",
         "state.backend.type": "hashmap",
         "parallelism.default": str(settings.parallelism),
-        "pipeline.name": f"pathwatch-{job}",
+        "pipeline.name": flink_name(job),
         "table.local-time-zone": "UTC",
         # Periodic watermarks of DataStream sources: a job run through a statement set would
         # otherwise emit none (the interval is not taken from the stream environment).

@@ -71,10 +71,11 @@ def _active(settings: PipelineSettings) -> dict:
         jobs = _rest(settings).jobs()
     except FlinkRestError as error:
         raise PipelineError(f"{error}; is the stack up (`pathwatch stack up`)?") from None
+    ours = {flink_name(name): name for name in JOBS}
     active = {}
     for job in jobs:  # newest first: keep the newest of a name
-        name = job.name.removeprefix("pathwatch-")
-        if job.active and name in JOBS and name not in active:
+        name = ours.get(job.name)
+        if job.active and name is not None and name not in active:
             active[name] = job
     return active
 
@@ -183,7 +184,10 @@ def stop(settings: PipelineSettings, names: tuple[str, ...] = JOBS, timeout: flo
         except FlinkRestError as error:
             report(f"{name}: {error}; cancelling (it resumes from its newest checkpoint)")
             rest.cancel(job.id)
-        rest.wait_ended(job.id)
+        try:
+            rest.wait_ended(job.id)
+        except FlinkRestError as error:
+            raise PipelineError(f"pipeline job {name}: {error}; see the Flink web UI") from None
         _prune_savepoints(folder)
         stopped.append(name)
     return stopped
