@@ -171,7 +171,7 @@ def stream(tmp_path_factory):
         bad = _bad_messages(data)
         half = len(data) // 2
 
-        cli(home, "pipeline", "start", "--fresh", parallelism=2)
+        cli(home, "pipeline", "start", "--fresh", parallelism=1)
         _publish(settings, data[:half])
         # Kill while busy: once the store job has written something, before everything is processed.
         from pathwatch.streaming.pipeline import job_lag
@@ -184,17 +184,22 @@ def stream(tmp_path_factory):
             time.sleep(0.5)
         killed = _kill_taskmanager(home)
         cli(home, "stack", "up")        # starts a new TaskManager; the jobs restart from their checkpoints
-        cli(home, "pipeline", "start", parallelism=2)  # finds them all still submitted: starts nothing
+        cli(home, "pipeline", "start", parallelism=1)  # finds them all still submitted: starts nothing
         _publish(settings, data[half:] + duplicates)
         _wait_caught_up(settings)
         from pathwatch.streaming.pipeline import status
 
         jobs = {job.name: job.to_dict() for job in status(settings)}  # after the kill, before the rescales
-        # Rescale through savepoints: stopped at parallelism 2, resumed at 1, and back to 2 later.
-        rescales = [_rescale(home, settings, 1)]
-        _publish(settings, [body for bodies in bad.values() for body in bodies] + late)
+        # Rescale through savepoints: to parallelism 2 (every path's detector state split over two
+        # subtasks) while only bad input arrives, and back to 1 before the rest. The anomalies
+        # released at the end need every path's restored state. (At parallelism 2 the incidents
+        # operator takes the two subtasks' anomalies in arrival order, which can change which
+        # incident a state joins: so no anomaly is released at 2 here; see streaming/README.md.)
+        rescales = [_rescale(home, settings, 2)]
+        _publish(settings, [body for bodies in bad.values() for body in bodies])
         _wait_caught_up(settings)
-        rescales.append(_rescale(home, settings, 2))
+        rescales.append(_rescale(home, settings, 1))
+        _publish(settings, late)
         # One record per path ahead of the data by more than the ordering delay moves the
         # watermark past the end of the data on every partition.
         from pathwatch.models.observe import epoch
