@@ -147,12 +147,15 @@ class Flink(Component):
     def start(self, step: Step) -> None:
         if self.external:
             return
+        missing = [role for role in ROLES if procs.running(self._pid_file(role)) is None]
+        if not missing:
+            return  # both run: their conf and lib folders stay as they are
         self.configure()
         env = job_environment(self.config)
-        env["FLINK_LIB_DIR"] = str(self.library())
-        for role in ROLES:
-            if procs.running(self._pid_file(role)) is not None:
-                continue
+        # The lib folder is made again only when no Flink process has it on its class path.
+        fresh = len(missing) == len(ROLES) or not self.paths.flink_lib.is_dir()
+        env["FLINK_LIB_DIR"] = str(self.library() if fresh else self.paths.flink_lib)
+        for role in missing:
             if role == "jobmanager":
                 procs.ensure_port_free(self.name, self.config.flink_ui_port)
                 procs.ensure_port_free(self.name, self.config.flink_rpc_port)
