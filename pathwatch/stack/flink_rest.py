@@ -55,22 +55,11 @@ class FlinkRest:
         """Task managers, slots (total, available), jobs by state, Flink version."""
         return self._call("GET", "/overview")
 
-    def answers(self) -> bool:
-        try:
-            self.overview()
-        except FlinkRestError:
-            return False
-        return True
-
     def jobs(self) -> list[FlinkJob]:
         """Every job the cluster knows (active and recently ended), newest first."""
         listed = self._call("GET", "/jobs/overview")["jobs"]
         jobs = [FlinkJob(job["jid"], job["name"], job["state"], int(job.get("start-time", 0))) for job in listed]
         return sorted(jobs, key=lambda job: job.start_time_ms, reverse=True)
-
-    def active_job(self, name: str) -> FlinkJob | None:
-        """The active job called ``name`` (the newest if there are several), or None."""
-        return next((job for job in self.jobs() if job.name == name and job.active), None)
 
     def checkpoints(self, job_id: str) -> dict:
         """Counts and the latest completed/failed/restored checkpoint of a job."""
