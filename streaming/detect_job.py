@@ -5,16 +5,21 @@ Two operators: ``detect`` (keyed by path, every path's detectors) and ``incident
 emits each state with its ``incident_id``, re-emitting the members whose incident changed).
 
 Records are keyed by path; each path's :class:`~pathwatch.streaming.ordering.PathState` (the
-``models/`` detectors plus a buffer) lives in Flink keyed state. The watermark trails the newest
-record time by the ordering delay; an event-time timer releases the buffered records the
-watermark has passed, in the offline replay's order, and runs due silence deadlines, so the
+``models/`` detectors plus a buffer) lives in Flink keyed state. A path's records are released
+to its detectors, in the offline replay's order, as soon as the path is ready: when every
+stream of the path (one per kind and tool) shows that nothing earlier can still arrive
+(``PathState.ready_until``: live, a latency window is judged when it arrives). The watermark
+(newest record time − ordering delay) is the backstop: an event-time timer releases what it
+has passed and runs due silence deadlines on every path, silent ones included. So the
 anomalies equal ``pathwatch detect`` on the same input. Anomaly states are upserts keyed by id.
 
-The monitor is pickled into state only when a timer releases something (not per record); a
-per-process cache avoids unpickling it again. Each buffered entry is pickled once, when it
-arrives: after a release the list state is rewritten from those bytes. Late records (older than
-what was already released) are not fed: they go to the dead letters with stage ``detect`` (they
-are still stored).
+The monitor is pickled into state lazily: at most once per checkpoint interval per path (a
+processing-time timer), not per release. Until then the list state keeps the entries released
+since, so a restore from a checkpoint taken between feeds them again to the older monitor and
+reaches the same states (re-emitted anomaly states are the same upserts). A per-process cache
+holds the live monitors. Each buffered entry is pickled once, when it arrives. Late records
+(older than what was already released) are not fed: they go to the dead letters with stage
+``detect`` (they are still stored).
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ def endpoints_of(key: str, record: dict | None) -> tuple[str | None, str | None]
     return source or None, destination or None
 
 
-def _detect_function(config_path: str | None):
+def _detect_function(config_path: str | None, delay_s: float, slack_s: float, persist_s: float):
     from pyflink.common import Row, Types
-    from pyflink.datastream import KeyedProcessFunction
+    from pyflink.datastream import KeyedProcessFunction, TimeDomain
     from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
     from pathwatch.models.config import DetectorConfig
@@ -67,7 +72,8 @@ def _detect_function(config_path: str | None):
             self.armed_state = context.get_state(ValueStateDescriptor("armed", Types.LONG()))
             self.cache: dict[str, PathState] = {}
             self.new_paths: list[str] = []   # paths first seen, to announce to the incidents operator
-            self.blobs: dict[str, dict[str, bytes]] = {}  # path -> record id -> its pending entry, pickled
+            self.blobs: dict[str, dict[str, bytes]] = {}  # path -> record id -> its entry, pickled
+            self.unsaved: set[str] = set()   # paths released since their monitor was last pickled
 
         def _path(self, key: str, record: dict | None) -> PathState:
             state = self.cache.get(key)
@@ -95,6 +101,25 @@ def _detect_function(config_path: str | None):
                 ctx.timer_service().register_event_time_timer(due)
                 self.armed_state.update(due)
 
+        def _release(self, ctx, key: str, state: PathState, until: float):
+            """Feed the path's ready records up to ``until``; its monitor is saved by a later timer."""
+            for anomaly in states_to_emit(state.release(until)):
+                yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
+            if key not in self.unsaved:
+                self.unsaved.add(key)
+                ctx.timer_service().register_processing_time_timer(
+                    ctx.timer_service().current_processing_time() + int(persist_s * 1000))
+
+        def _save(self, key: str, state: PathState) -> None:
+            """Pickle the monitor (without its buffer) and keep only unreleased entries in the list state."""
+            self.unsaved.discard(key)
+            self.monitor_state.update(pickle.dumps(state, protocol=5))
+            blobs = self.blobs[key]
+            kept = {entry[0][2]: blobs[entry[0][2]] for entry in state.pending}
+            if len(kept) != len(blobs):
+                self.blobs[key] = kept
+                self.pending_state.update(list(kept.values()))
+
         def process_element(self, body, ctx):
             key = ctx.get_current_key()
             record = orjson.loads(body)
@@ -107,6 +132,9 @@ def _detect_function(config_path: str | None):
                 blob = pickle.dumps(entry, protocol=5)
                 self.pending_state.add(blob)
                 self.blobs[key][entry[0][2]] = blob
+                until = max(state.ready_until(delay_s, slack=slack_s), ctx.timer_service().current_watermark() / 1000.0)
+                if state.due(until):
+                    yield from self._release(ctx, key, state, until)
                 self._arm(ctx, state)
             elif verdict == LATE:
                 until = format_utc_ms(int(state.released_until * 1000))
@@ -121,18 +149,13 @@ def _detect_function(config_path: str | None):
         def on_timer(self, timestamp, ctx):
             key = ctx.get_current_key()
             state = self._path(key, None)
+            if ctx.time_domain() == TimeDomain.PROCESSING_TIME:
+                self._save(key, state)
+                return
             self.armed_state.clear()
             until = ctx.timer_service().current_watermark() / 1000.0
             if state.due(until):
-                buffered = len(state.pending)
-                for anomaly in states_to_emit(state.release(until)):
-                    yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
-                self.monitor_state.update(pickle.dumps(state, protocol=5))  # without its buffer
-                if len(state.pending) != buffered:  # entries were released (else only a deadline ran)
-                    blobs = self.blobs[key]
-                    kept = {entry[0][2]: blobs[entry[0][2]] for entry in state.pending}
-                    self.blobs[key] = kept
-                    self.pending_state.update(list(kept.values()))
+                yield from self._release(ctx, key, state, until)
             self._arm(ctx, state)
 
     return Detect
@@ -168,7 +191,9 @@ def _incidents_function(config_path: str | None):
                 grouper.see_path(*endpoints_of(row[1], None))
             else:
                 anomaly = Anomaly.from_dict(orjson.loads(row[2]))
-                grouper.forget(anomaly.detected_at)
+                # Forget by the watermark, which every path has passed, not by this anomaly's
+                # time: paths are released on their own, so one can run hours ahead of another.
+                grouper.forget(ctx.timer_service().current_watermark() / 1000.0)
                 for state in grouper.add(anomaly):
                     yield Row("anomaly", state.id, orjson.dumps(state.to_dict()).decode())
             self.state.update(pickle.dumps(grouper, protocol=5))
@@ -214,7 +239,8 @@ def build(settings, config_path: str | None = None):
     stream = env.from_source(source, watermarks, "records").uid("records-source")
     rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
     detected = (stream.key_by(_path_of, key_type=Types.STRING())
-                .process(_detect_function(config_path)(records), output_type=rows).name("detect").uid("detect"))
+                .process(_detect_function(config_path, settings.ordering_delay_s, settings.ordering_slack_s,
+                                              settings.checkpoint_interval_s)(records), output_type=rows).name("detect").uid("detect"))
     # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
     grouped = (detected.filter(lambda row: row[0] != "dead")
                .key_by(lambda row: "incidents", key_type=Types.STRING())

@@ -2,10 +2,30 @@
 
 The detect job keeps, per path, a :class:`~pathwatch.models.monitor.PathMonitor` and a buffer of
 observations not yet released. Observations are released to the monitor in the offline replay's
-order — (time, kind rank, record id) — once the watermark minus the ordering delay has passed
-them; then the monitor is advanced to that time so silences fire exactly where the replay fires
-them. These functions hold that logic without Flink so that it is tested alone and the job stays
-a thin wrapper.
+order — (time, kind rank, record id) — up to a time no earlier observation of the path can still
+arrive at; then the monitor is advanced to that time so silences fire exactly where the replay
+fires them. These functions hold that logic without Flink so that it is tested alone and the job
+stays a thin wrapper.
+
+**When a path's observations are ready** (:meth:`PathState.ready_until`). A path is measured by
+a few *streams*, one per (kind, tool), each a collector's schedule of one test after another.
+Two facts bound the time of a stream's next record. Its schedule: a stream whose newest record
+started at F, and whose records were never closer than G apart, sends nothing before
+F + ``gap_share`` × G: 0.95 once G is the least of ``settled`` (8) intervals (a schedule's slip
+shows in them), 0.5 before (a scheduler slips far less than half an interval). And
+collection: a collector publishes a result when its test ends, so records reach the path in
+the order they were collected; once a record collected at C has arrived, any stream's result
+still to come is collected after about C − ``slack`` (120 s) and, as the stream's results come at most
+L after their start (its longest time from start to collection seen), started after
+C − ``slack`` − L. The path's own watermark is the earliest of its streams' bounds: its
+records up to it are judged at once, live, without waiting for the rest of the mesh (a
+10-minute latency window is judged when it arrives). No stream holds its path back more than
+``delay`` behind the path's newest record, and while a path's records span less than ``delay``
+(a stream may not have shown itself yet) the path waits the whole ``delay``. The mesh-wide
+watermark (newest record − delay) still releases every path, silent ones included. A record
+older than what its path already released is late (accounted, not analysed): one published
+more than ``slack`` after a newer one (an archiver's retry), a new test's first record, or the
+first record after a test was scheduled more often (it teaches the stream its new interval).
 
 >>> from pathwatch.models.monitor import PathMonitor
 >>> state = PathState(PathMonitor("a", "b"))
@@ -25,7 +45,7 @@ from typing import Any
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.engine import observation_key
 from pathwatch.models.monitor import PathMonitor
-from pathwatch.models.observe import observe
+from pathwatch.models.observe import epoch, observe
 
 PENDING, DUPLICATE, LATE, SKIPPED = "pending", "duplicate", "late", "skipped"
 _RECENT_IDS = 64
@@ -43,6 +63,21 @@ class PathState:
     # The earliest time in the buffer, kept as entries come and go: the detect job asks for the
     # next wake-up after every record, and a scan of the buffer each time made a flood quadratic.
     pending_earliest: float | None = None
+    # Per stream (kind/tool): the newest observation time, the shortest interval between two of
+    # its observations, the longest time from an observation's start to its collection; the
+    # path's earliest and newest observation times and its newest collection time.
+    frontiers: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, float] = field(default_factory=dict)
+    interval_counts: dict[str, int] = field(default_factory=dict)
+    lags: dict[str, float] = field(default_factory=dict)
+    first_time: float | None = None
+    newest_time: float | None = None
+    newest_collected: float | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, states saved before the streams were tracked included (they start warming up)."""
+        self.__dict__.update({"frontiers": {}, "intervals": {}, "interval_counts": {}, "lags": {}, "first_time": None, "newest_time": None,
+                              "newest_collected": None, **state})
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the buffer: the detect job keeps that in its own list state."""
@@ -62,13 +97,72 @@ class PathState:
         key = observation_key(record, obs)
         if key[2] in self.pending_ids or key[2] in self.recent_ids:
             return DUPLICATE
-        if self.released_until is not None and key[0] <= self.released_until:
+        t = key[0]
+        self._learn(f"{record.get('kind')}/{record.get('tool') or record.get('format')}", t, record.get("collected_at"))
+        if self.released_until is not None and t <= self.released_until:
             return LATE
         self.pending.append((key, obs))
         self.pending_ids.add(key[2])
-        if self.pending_earliest is None or key[0] < self.pending_earliest:
-            self.pending_earliest = key[0]
+        if self.pending_earliest is None or t < self.pending_earliest:
+            self.pending_earliest = t
+        self.first_time = t if self.first_time is None else min(self.first_time, t)
+        self.newest_time = t if self.newest_time is None else max(self.newest_time, t)
         return PENDING
+
+    def _learn(self, stream: str, t: float, collected_at: str | None) -> None:
+        """Move a stream's frontier to ``t``; learn its shortest interval and longest collection lag
+        (late records teach them too)."""
+        frontier = self.frontiers.get(stream)
+        if frontier is not None and t != frontier:
+            gap = abs(t - frontier)
+            self.intervals[stream] = min(self.intervals.get(stream, gap), gap)
+            self.interval_counts[stream] = self.interval_counts.get(stream, 0) + 1
+        self.frontiers[stream] = t if frontier is None else max(frontier, t)
+        if collected_at:
+            collected = epoch(collected_at)
+            self.lags[stream] = max(self.lags.get(stream, 0.0), collected - t)
+            if self.newest_collected is None or collected > self.newest_collected:
+                self.newest_collected = collected
+
+    def ready_until(self, delay: float, gap_share: tuple[float, float] = (0.5, 0.95), settled: int = 8,
+                    slack: float = 120.0) -> float | None:
+        """The time up to which no earlier observation of this path can still arrive (see the module
+        docstring): the earliest stream promise, no older than the newest record minus ``delay``.
+
+        >>> state = PathState(PathMonitor("a", "b"))
+        >>> trace = {"kind": "trace", "tool": "traceroute", "id": "t1", "time": "2024-01-01T00:00:00Z",
+        ...          "reached": True, "hops": []}
+        >>> lat = {"kind": "latency", "tool": "owamp", "id": "l1", "time": "2024-01-01T00:10:00Z", "one_way": True,
+        ...        "packets_sent": 600, "packets_lost": 0, "delay_min_ms": 10.0}
+        >>> [state.accept(trace), state.accept(lat)]
+        ['pending', 'pending']
+        >>> state.ready_until(900.0) - 1704067200.0      # warming up: newest minus the whole delay
+        -300.0
+        >>> _ = state.accept({**trace, "id": "t2", "time": "2024-01-01T00:20:00Z"})
+        >>> state.ready_until(900.0) - 1704067200.0      # warm; latency has reached 00:10 (no interval yet)
+        600.0
+        >>> _ = state.accept({**lat, "id": "l2", "time": "2024-01-01T00:20:00Z",
+        ...                   "collected_at": "2024-01-01T00:30:00Z"})
+        >>> state.ready_until(900.0) - 1704067200.0      # both 10 minutes apart: nothing before 00:25
+        1500.0
+        >>> _ = state.accept({**trace, "id": "t3", "time": "2024-01-01T00:40:00Z",
+        ...                   "collected_at": "2024-01-01T00:40:05Z"})
+        >>> state.ready_until(900.0) - 1704067200.0      # collected at 00:40:05: latency from 00:28:05 on
+        1685.0
+        """
+        if self.newest_time is None:
+            return None
+        floor = self.newest_time - delay
+        if floor < self.first_time:
+            return floor
+        bounds = []
+        for stream, frontier in self.frontiers.items():
+            share = gap_share[self.interval_counts.get(stream, 0) >= settled]
+            bound = frontier + share * self.intervals.get(stream, 0.0)
+            if self.newest_collected is not None and stream in self.lags:
+                bound = max(bound, self.newest_collected - slack - self.lags[stream])
+            bounds.append(max(bound, floor))
+        return min(bounds)
 
     def earliest(self) -> float | None:
         """Time of the earliest buffered observation."""

@@ -25,6 +25,7 @@ class PipelineSettings:
     parallelism: int
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
+    ordering_slack_s: float = 120.0            # see streaming/ordering.py (per-path release)
 
     @property
     def checkpoints(self) -> Path:
@@ -58,6 +59,7 @@ def from_stack(config=None) -> PipelineSettings:
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
         store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
+        ordering_slack_s=config.pipeline_ordering_slack_s,
         flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
 
 

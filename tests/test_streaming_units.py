@@ -11,6 +11,7 @@ import orjson
 
 from pathwatch.models.engine import replay
 from pathwatch.models.monitor import PathMonitor
+from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.observe import epoch
 from pathwatch.streaming.normalise import DEAD, RECORD, Origin, normalise
 from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, states_to_emit
@@ -180,3 +181,70 @@ def test_the_earliest_buffered_time_is_kept_as_records_arrive_and_leave():
     assert copy.earliest() == state.earliest() and copy.next_wakeup() == state.next_wakeup()
     state.release(epoch(records[-1]["time"]))
     assert state.pending == [] and state.earliest() is None
+
+
+def _arrivals(seed: int, hosts: int, days: int) -> list[tuple[float, dict]]:
+    """A simulated mesh's records as they arrive: (collected time, record), in collected order
+    (a 10-minute latency window arrives 10 minutes after its record time, a trace seconds after)."""
+    from pathwatch.sim.config import SimConfig
+    from pathwatch.sim.generate import envelope_lines, plan
+
+    out = []
+    for line in envelope_lines(plan(SimConfig(seed=seed, hosts=hosts, days=days))):
+        for item in normalise(line.data, ORIGIN, 0):
+            if item.target == RECORD:
+                out.append((float(line.collected_at), item.value))
+    return out
+
+
+def test_per_path_release_judges_records_as_soon_as_their_path_is_ready_and_equals_the_replay():
+    """Released per path at max(mesh watermark, the path's own ready time) after every record, as
+    they arrive: nothing is late, the anomalies equal the offline replay's, a latency window is
+    judged when it arrives, and every record sooner than the mesh watermark alone would judge it."""
+    import numpy as np
+
+    delay = 900.0
+    arrivals = _arrivals(seed=5101, hosts=4, days=3)
+    states: dict[tuple, PathState] = {}
+    emitted, arrived_at, judged_at = [], {}, {}
+    newest = None
+    for arrived, record in arrivals:
+        key = (record["source"], record["destination"])
+        state = states.setdefault(key, PathState(PathMonitor(*key)))
+        assert state.accept(record) == PENDING
+        arrived_at[record["id"]] = (arrived, record["kind"])
+        newest = epoch(record["time"]) if newest is None else max(newest, epoch(record["time"]))
+        waiting = {entry[0][2] for entry in state.pending}
+        emitted += state.release(max(newest - delay, state.ready_until(delay)))
+        judged_at.update((rid, arrived) for rid in waiting - {entry[0][2] for entry in state.pending})
+    for state in states.values():
+        emitted += state.release(newest - delay)
+    final = {a.id: (a.kind, a.start, a.end) for a in states_to_emit(emitted)}
+    offline = replay([record for _, record in arrivals], until=newest - delay)
+    assert final and final == {a.id: (a.kind, a.start, a.end) for a in offline.anomalies}
+    warm = arrivals[0][0] + 2 * delay      # each path waits the whole delay while it warms up
+    waits = {kind: np.array([judged_at[rid] - at for rid, (at, k) in arrived_at.items()
+                             if k == kind and rid in judged_at and at > warm])
+             for kind in ("latency", "trace", "throughput")}
+    # Once warm, a latency window is judged when it arrives; a trace or throughput test waits for
+    # the latency window it started in (10 minutes here, plus the slack when it started at the
+    # window's very end), less than the ordering delay the mesh watermark alone would add.
+    assert np.percentile(waits["latency"], 99) == 0.0, np.percentile(waits["latency"], 99)
+    for kind in ("trace", "throughput"):
+        assert np.percentile(waits[kind], 50) < delay / 3, (kind, np.percentile(waits[kind], 50))
+        assert np.percentile(waits[kind], 99) < delay, (kind, np.percentile(waits[kind], 99))
+
+
+def test_a_stream_that_stops_holds_its_path_back_no_more_than_the_delay():
+    state = PathState(PathMonitor("a", "b"))
+    base = 1704067200.0
+    for i in range(20):     # latency every 10 minutes, a trace stream that stops after two hours
+        t = base + 600 * i
+        assert state.accept({"kind": "latency", "tool": "owamp", "id": f"l{i}", "time": from_epoch(t),
+                             "one_way": True, "packets_sent": 600, "packets_lost": 0, "delay_min_ms": 10.0}) == PENDING
+        if i < 12:
+            assert state.accept({"kind": "trace", "tool": "traceroute", "id": f"t{i}", "time": from_epoch(t + 1),
+                                 "reached": True, "hops": []}) == PENDING
+    newest = base + 600 * 19
+    assert state.ready_until(900.0) == newest - 900.0
+    assert state.ready_until(2 * 3600.0) == base + 600 * 11 + 1 + 570   # the stopped stream: its last + 0.95 of its interval

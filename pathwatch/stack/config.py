@@ -67,12 +67,16 @@ class StackConfig:
     topic_anomalies: str | None = None
     topic_deadletters: str | None = None
     # The pipeline (pathwatch.streaming): how far behind the newest record time the detectors
-    # wait before taking records in time order (covers the longest measurement, e.g. a 10-minute
-    # latency session, plus arrival jitter); checkpoint interval (normalise and detect: it is how
+    # wait at most before taking records in time order (covers the longest measurement, e.g. a
+    # 10-minute latency session, plus arrival jitter; a path whose streams show they are complete
+    # is judged sooner, see streaming/ordering.py); how much later than a newer result of its
+    # path a collector may still publish a result (the per-path release's slack); checkpoint
+    # interval (normalise and detect: it is how
     # often records are committed, so it adds to the latency); the store job's own, longer
     # interval (its sinks are idempotent upserts, and each checkpoint copies its whole state:
     # every record id it deduplicates, every rollup); Flink parallelism.
     pipeline_ordering_delay_s: float = 900.0
+    pipeline_ordering_slack_s: float = 120.0
     pipeline_checkpoint_interval_s: float = 2.0
     pipeline_store_checkpoint_interval_s: float = 10.0
     pipeline_parallelism: int = 1
