@@ -16,11 +16,12 @@ latency without a backlog in front). It measures:
   it overstates the pipeline's time,
 - per-job rates: each job's input over the time until it was done,
 - latency per anomaly: the time its first state was written to the anomalies topic minus the
-  publish time of the first raw message that let the detectors release it (the first one
-  whose time passes the anomaly's detection time plus the ordering delay). Live, the ordering
-  delay itself (event time, `pipeline.ordering_delay_s`) comes on top of this. Reported for all
-  anomalies, and apart for those released during the flood (they queue behind the backlog) and
-  during the paced part,
+  publish time of the raw message whose record raised it (its path's record at the anomaly's
+  detection time; anomalies raised by a silence deadline have none and are not counted).
+  Reported for all anomalies, and apart for those raised during the flood (they queue behind
+  the backlog) and during the paced part. Time here is fast-forwarded (a day of a path's
+  measurements in seconds), so a path's wait for its own streams to be complete is compressed:
+  `bench/live_bench.py` measures latency at the real cadence,
 - CPU seconds during the flood of every process of the stack (Flink's JobManager; its
   TaskManager, which runs every job's operators and their Python code; Kafka; PostgreSQL;
   Superset, idle), of this bench (publisher, sampler), of every other live process, the
@@ -131,8 +132,8 @@ def main() -> None:
                     publisher.send(line, path_key(orjson.loads(line)))
             wait_caught_up(settings, 3600, on_poll, every_s=1.0)
         sampler.stop()
-        raw_times, consume_rate = _read_raw(settings)
-        flood, paced = _latencies(settings, raw_times, paced_started)
+        raw_published, consume_rate = _read_raw(settings)
+        flood, paced = _latencies(settings, raw_published, paced_started)
         cli("pipeline", "stop")
     finally:
         subprocess.run([*CLI, "pipeline", "stop"], env=env, cwd=REPO, timeout=300)
@@ -160,7 +161,6 @@ def main() -> None:
         "latency_s_flood (published as fast as the broker takes it: includes the backlog's queueing)": _summary(flood),
         f"latency_s_paced (the last {args.paced_fraction:.0%} at {args.paced_rate}/s, after the flood caught up)":
             _summary(paced),
-        "ordering_delay_s (event time, live only)": settings.ordering_delay_s,
         "target": {"records_per_s": 10000, "p99_latency_s": 5},
     }
     out = REPO / "bench" / "results" / "pipeline.json"
@@ -354,39 +354,38 @@ def _consume(bootstrap: str, topic: str, isolation: str = "read_uncommitted"):
         consumer.close()
 
 
-def _read_raw(settings) -> tuple[list[tuple[float, float]], float]:
-    """(collected_at epoch, publish epoch) of every raw message, and the plain consume rate."""
+def _read_raw(settings) -> tuple[dict[tuple, float], float]:
+    """Publish time of every raw message's records by (source, destination, record time), and the
+    plain consume rate."""
     from pathwatch.models.observe import epoch
+    from pathwatch.streaming.normalise import RECORD, Origin, normalise
 
-    started, count, times = time.perf_counter(), 0, []
+    started = time.perf_counter()
     messages = list(_consume(settings.bootstrap, settings.topics["raw"]))
     rate = len(messages) / max(time.perf_counter() - started - 5.0, 1e-3)  # minus the idle wait at the end
+    published: dict[tuple, float] = {}
     for message in messages:
-        count += 1
-        envelope = orjson.loads(message.value())
-        if envelope.get("collected_at"):
-            times.append((epoch(envelope["collected_at"]), message.timestamp()[1] / 1000))
-    times.sort()
-    return times, rate
+        for out in normalise(message.value(), Origin("bench", 0, 0), 0):
+            if out.target == RECORD:
+                key = (out.value["source"], out.value["destination"], epoch(out.value["time"]))
+                published.setdefault(key, message.timestamp()[1] / 1000)
+    return published, rate
 
 
-def _latencies(settings, raw_times: list[tuple[float, float]], paced_started: float) -> tuple[list[float], list[float]]:
-    """Latencies of anomalies released by a message of the flood, and by one of the paced phase."""
+def _latencies(settings, published: dict[tuple, float], paced_started: float) -> tuple[list[float], list[float]]:
+    """Latencies of anomalies raised by a record of the flood, and by one of the paced phase."""
     from pathwatch.models.observe import epoch
 
-    first_state: dict[str, tuple[float, float]] = {}
+    first_state: dict[str, tuple[tuple, float]] = {}
     for message in _consume(settings.bootstrap, settings.topics["anomalies"]):
         anomaly = orjson.loads(message.value())
         if anomaly["id"] not in first_state:
-            first_state[anomaly["id"]] = (epoch(anomaly["detected_at"]), message.timestamp()[1] / 1000)
-    collected = np.array([t for t, _ in raw_times])
-    published = np.array([p for _, p in raw_times])
+            key = (anomaly["source"], anomaly["destination"], epoch(anomaly["detected_at"]))
+            first_state[anomaly["id"]] = (key, message.timestamp()[1] / 1000)
     flood, paced = [], []
-    for detected_at, emitted in first_state.values():
-        index = int(np.searchsorted(collected, detected_at + settings.ordering_delay_s))
-        if index < len(collected):
-            release = float(published[index:].min())
-            (paced if release >= paced_started else flood).append(emitted - release)
+    for key, emitted in first_state.values():
+        if key in published:
+            (paced if published[key] >= paced_started else flood).append(emitted - published[key])
     return flood, paced
 
 

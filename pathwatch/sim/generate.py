@@ -171,5 +171,12 @@ def path_lines(sim: Simulation, src: str, dst: str) -> list[Line]:
     return sorted(lines, key=lambda line: line.order)
 
 
+def window_lines(sim: Simulation, start: float, end: float) -> list[Line]:
+    """Every path's lines of the tests that start in [start, end), in collection order (e.g. a few
+    minutes of a dense mesh, without rendering its whole days)."""
+    lines = [line for path in sim.mesh.paths for line in _PathTests(sim, path).lines(start, end)]
+    return sorted(lines, key=lambda line: line.order)
+
+
 def _collected(line: Line) -> int:
     return line.collected_at
