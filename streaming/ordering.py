@@ -15,7 +15,7 @@ F + ``gap_share`` × G: 0.95 once G is the least of ``settled`` (8) intervals (a
 shows in them), 0.5 before (a scheduler slips far less than half an interval). And
 collection: a collector publishes a result when its test ends, so records reach the path in
 the order they were collected; once a record collected at C has arrived, any stream's result
-still to come is collected after about C − ``slack`` (120 s) and, as the stream's results come at most
+still to come is collected after about C − ``slack`` (300 s) and, as the stream's results come at most
 L after their start (its longest time from start to collection seen), started after
 C − ``slack`` − L. The path's own watermark is the earliest of its streams' bounds: its
 records up to it are judged at once, live, without waiting for the rest of the mesh (a
@@ -125,7 +125,7 @@ class PathState:
                 self.newest_collected = collected
 
     def ready_until(self, delay: float, gap_share: tuple[float, float] = (0.5, 0.95), settled: int = 8,
-                    slack: float = 120.0) -> float | None:
+                    slack: float = 300.0) -> float | None:
         """The time up to which no earlier observation of this path can still arrive (see the module
         docstring): the earliest stream promise, no older than the newest record minus ``delay``.
 
@@ -147,8 +147,8 @@ class PathState:
         1500.0
         >>> _ = state.accept({**trace, "id": "t3", "time": "2024-01-01T00:40:00Z",
         ...                   "collected_at": "2024-01-01T00:40:05Z"})
-        >>> state.ready_until(900.0) - 1704067200.0      # collected at 00:40:05: latency from 00:28:05 on
-        1685.0
+        >>> state.ready_until(900.0) - 1704067200.0      # collected at 00:40:05: latency from 00:25:05 on
+        1505.0
         """
         if self.newest_time is None:
             return None

@@ -25,7 +25,7 @@ class PipelineSettings:
     parallelism: int
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
-    ordering_slack_s: float = 120.0            # see streaming/ordering.py (per-path release)
+    ordering_slack_s: float = 300.0            # see streaming/ordering.py (per-path release)
 
     @property
     def checkpoints(self) -> Path:

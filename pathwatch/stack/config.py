@@ -76,7 +76,7 @@ class StackConfig:
     # interval (its sinks are idempotent upserts, and each checkpoint copies its whole state:
     # every record id it deduplicates, every rollup); Flink parallelism.
     pipeline_ordering_delay_s: float = 900.0
-    pipeline_ordering_slack_s: float = 120.0
+    pipeline_ordering_slack_s: float = 300.0
     pipeline_checkpoint_interval_s: float = 2.0
     pipeline_store_checkpoint_interval_s: float = 10.0
     pipeline_parallelism: int = 1
