@@ -541,8 +541,10 @@ class LevelDetector(Detector):
         the path's normal rate went with (hours from the next one on are the loss after it)."""
         lost = sent = 0
         hour_now = int(t // 3600.0)
-        for hour, lost_h, sent_h in self.loss_bins:
-            if hour_now * 3600.0 - self.p.loss_before_s <= hour * 3600.0 < hour_now * 3600.0:
+        for hour, lost_h, sent_h in reversed(self.loss_bins):    # (hours in time order: newest first)
+            if hour * 3600.0 < hour_now * 3600.0 - self.p.loss_before_s:
+                break                      # (this hour and all before it are older than loss_before_s)
+            if hour * 3600.0 < hour_now * 3600.0:
                 lost, sent = lost + lost_h, sent + sent_h
         self.loss_normal = (hour_now * 3600.0, lost, sent)
 

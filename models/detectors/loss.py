@@ -181,9 +181,11 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     are not, as each has neighbours at its rate. A burst's loss becomes the smaller of the two
     rates' (at least ``floor``): a burst just before a step, refilled at the step's rate, would
     read as loss rising towards it. ``ordered_rates``, when the caller keeps them,
-    are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rate of
+    are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rates of
     an hour (:func:`_neighbour_rates`) by its place ``first + i`` in a series that only grows at
-    its end, and how many neighbours it has on each side, for later calls on the same series.
+    its end, and how many neighbours it has on each side, for later calls on the same series,
+    with the last ``floor`` and ``alpha`` it was tested at and the answer (the same hour at the
+    same floor is the same test: the reference's hours are tested again every hour).
 
     >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
     >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
@@ -192,28 +194,33 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
     [0, 20, 20, 0]
     """
-    screened = [i for i, hour_bin in enumerate(bins) if hour_bin[1] >= 5]     # hours losing at least 5
-    if not screened or len(bins) < 2:
+    if len(bins) < 2:
         return bins
-    if ordered_rates is None:
-        ordered_rates = sorted(_rates(list(map(_LOST, bins)), list(map(_SENT, bins))))
-    bar = 3 * max(_median_of_sorted(ordered_rates), floor)
+    bar = None
     out = None
     last = len(bins) - 1
-    for i in screened:
-        _, lost, sent = bins[i]
+    for i, (_, lost, sent) in enumerate(bins):
+        if lost < 5:
+            continue                        # (hours losing fewer than 5 are never bursts)
+        if bar is None:
+            if ordered_rates is None:
+                ordered_rates = sorted(_rates(list(map(_LOST, bins)), list(map(_SENT, bins))))
+            bar = 3 * max(_median_of_sorted(ordered_rates), floor)
         # cheap screen: only an hour well above the series' typical rate can be a burst
         if lost <= bar * sent:
             continue
         if memo is None:
             quieter, louder = _neighbour_rates(bins, i, side)
+            burst = poisson_tail_below(lost, max(louder, floor) * sent, alpha)
         else:
             key = (first + i, i if i < side else side, last - i if last - i < side else side)
-            rates = memo.get(key)
-            if rates is None:
-                rates = memo[key] = _neighbour_rates(bins, i, side)
-            quieter, louder = rates
-        if poisson_tail_below(lost, max(louder, floor) * sent, alpha):
+            kept = memo.get(key)
+            if kept is None or kept[2] != floor or kept[3] != alpha:
+                rates = _neighbour_rates(bins, i, side) if kept is None else kept[:2]
+                burst = poisson_tail_below(lost, max(rates[1], floor) * sent, alpha)
+                kept = memo[key] = (*rates, floor, alpha, burst)
+            quieter, _, _, _, burst = kept
+        if burst:
             if out is None:
                 out = list(bins)
             out[i] = (bins[i][0], int(round(max(quieter, floor) * sent)), sent)
