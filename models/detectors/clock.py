@@ -297,8 +297,12 @@ class ClockDetector(Detector):
         sent = sum(row[1] for row in load)
         if lost and sent:
             first = int(self.floor[0][0] // self.p.bin_s)
-            ref_lost = sum(row[1] for row in self.bins if row[0] < first)
-            ref_sent = sum(row[2] for row in self.bins if row[0] < first)
+            ref_lost = ref_sent = 0
+            for number, lost_b, sent_b, _ in self.bins:     # (bins in time order: those before the window)
+                if number >= first:
+                    break
+                ref_lost += lost_b
+                ref_sent += sent_b
             if ref_sent >= sent:
                 rate = (ref_lost + 1.0) / (ref_sent + 1.0)    # (one loss more than seen: never zero)
                 if rate < 1.0 and not tail_exceeds(int(lost), int(sent), rate, alpha):

@@ -540,11 +540,16 @@ class LevelDetector(Detector):
         """Keep the latency tests' loss over ``loss_before_s`` up to a normal run at ``t``: the loss
         the path's normal rate went with (hours from the next one on are the loss after it)."""
         lost = sent = 0
-        hour_now = int(t // 3600.0)
-        for hour, lost_h, sent_h in self.loss_bins:
-            if hour_now * 3600.0 - self.p.loss_before_s <= hour * 3600.0 < hour_now * 3600.0:
-                lost, sent = lost + lost_h, sent + sent_h
-        self.loss_normal = (hour_now * 3600.0, lost, sent)
+        now = int(t // 3600.0) * 3600.0
+        oldest = now - self.p.loss_before_s
+        for hour, lost_h, sent_h in reversed(self.loss_bins):    # (hours in time order: newest first)
+            start = hour * 3600.0
+            if start < now:
+                if start < oldest:
+                    break                  # (this hour and all before it are older than loss_before_s)
+                lost += lost_h
+                sent += sent_h
+        self.loss_normal = (now, lost, sent)
 
     def _count_loss(self, obs: LatencyObs) -> None:
         """Add a latency test's (lost, sent) to its hour's bin."""

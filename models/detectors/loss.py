@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from bisect import bisect_left, insort
 from itertools import accumulate
@@ -172,7 +173,7 @@ def _rate(hour_bin: tuple[int, int, int]) -> float:
 
 def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float,
                    ordered_rates: list[float] | None = None, memo: dict | None = None,
-                   first: int = 0) -> list[tuple[int, int, int]]:
+                   first: int = 0, lossy: Iterable[int] | None = None) -> list[tuple[int, int, int]]:
     """The bins with each burst's loss replaced by what its quieter side's rate predicts.
 
     A burst is an hour whose loss is improbable (Poisson upper tail below ``alpha``) at the larger
@@ -181,9 +182,13 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     are not, as each has neighbours at its rate. A burst's loss becomes the smaller of the two
     rates' (at least ``floor``): a burst just before a step, refilled at the step's rate, would
     read as loss rising towards it. ``ordered_rates``, when the caller keeps them,
-    are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rate of
+    are the bins' rates (:func:`_rate`) in sorted order; ``memo`` keeps the neighbours' rates of
     an hour (:func:`_neighbour_rates`) by its place ``first + i`` in a series that only grows at
-    its end, and how many neighbours it has on each side, for later calls on the same series.
+    its end, and how many neighbours it has on each side, for later calls on the same series,
+    with the last ``floor`` and ``alpha`` it was tested at and the answer (the same hour at the
+    same floor is the same test: the reference's hours are tested again every hour). ``lossy``,
+    when the caller keeps them, are the indices (ascending) of at least the bins losing 5 or more:
+    only those are looked at.
 
     >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
     >>> [b[1] for b in without_bursts(bins, 1e-5, 6, 1e-6)][8:13]
@@ -192,32 +197,52 @@ def without_bursts(bins: list[tuple[int, int, int]], floor: float, side: int, al
     >>> [b[1] for b in without_bursts(step, 1e-5, 6, 1e-6)][9:]
     [0, 20, 20, 0]
     """
-    screened = [i for i, hour_bin in enumerate(bins) if hour_bin[1] >= 5]     # hours losing at least 5
-    if not screened or len(bins) < 2:
-        return bins
-    if ordered_rates is None:
-        ordered_rates = sorted(_rates(list(map(_LOST, bins)), list(map(_SENT, bins))))
-    bar = 3 * max(_median_of_sorted(ordered_rates), floor)
     out = None
+    for i, lost in bursts(bins, floor, side, alpha, ordered_rates, memo, first, lossy):
+        if out is None:
+            out = list(bins)
+        out[i] = (bins[i][0], lost, bins[i][2])
+    return bins if out is None else out
+
+
+def bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: float,
+           ordered_rates: list[float] | None = None, memo: dict | None = None,
+           first: int = 0, lossy: Iterable[int] | None = None) -> Iterator[tuple[int, int]]:
+    """(index, the loss its quieter side's rate predicts) of each burst in ``bins``, in order: what
+    :func:`without_bursts` replaces (the same arguments).
+
+    >>> bins = [(h, 0, 36000) for h in range(10)] + [(10, 400, 36000)] + [(h, 1, 36000) for h in range(11, 20)]
+    >>> list(bursts(bins, 1e-5, 6, 1e-6))
+    [(10, 0)]
+    """
+    if len(bins) < 2:
+        return
+    bar = None
     last = len(bins) - 1
-    for i in screened:
+    for i in range(len(bins)) if lossy is None else lossy:
         _, lost, sent = bins[i]
+        if lost < 5:
+            continue                        # (hours losing fewer than 5 are never bursts)
+        if bar is None:
+            if ordered_rates is None:
+                ordered_rates = sorted(_rates(list(map(_LOST, bins)), list(map(_SENT, bins))))
+            bar = 3 * max(_median_of_sorted(ordered_rates), floor)
         # cheap screen: only an hour well above the series' typical rate can be a burst
         if lost <= bar * sent:
             continue
         if memo is None:
             quieter, louder = _neighbour_rates(bins, i, side)
+            burst = poisson_tail_below(lost, max(louder, floor) * sent, alpha)
         else:
             key = (first + i, i if i < side else side, last - i if last - i < side else side)
-            rates = memo.get(key)
-            if rates is None:
-                rates = memo[key] = _neighbour_rates(bins, i, side)
-            quieter, louder = rates
-        if poisson_tail_below(lost, max(louder, floor) * sent, alpha):
-            if out is None:
-                out = list(bins)
-            out[i] = (bins[i][0], int(round(max(quieter, floor) * sent)), sent)
-    return bins if out is None else out
+            kept = memo.get(key)
+            if kept is None or kept[2] != floor or kept[3] != alpha:
+                rates = _neighbour_rates(bins, i, side) if kept is None else kept[:2]
+                burst = poisson_tail_below(lost, max(rates[1], floor) * sent, alpha)
+                kept = memo[key] = (*rates, floor, alpha, burst)
+            quieter, _, _, _, burst = kept
+        if burst:
+            yield i, int(round(max(quieter, floor) * sent))
 
 
 def _neighbour_rates(bins: list[tuple[int, int, int]], i: int, side: int) -> tuple[float, float]:
@@ -365,6 +390,9 @@ class LossDetector(Detector):
         self.reference_rates: list[float] = []
         self.recent_rates = SortedWindow(self.p.recent_hours)
         self.bins_seen = 0      # bins ever appended: bins[i] is the (bins_seen - len(bins) + i)-th
+        # The numbers (as bins_seen counts them) of the bins that lost 5 or more, oldest first: the
+        # only ones without_bursts looks at (a cache: not pickled)
+        self.lossy: deque[int] = deque()
         # No lower than the recent hours' highest tail rate (_highest_tail_rate): that rate when
         # _judge last took it, raised by each hour since (a tail with it is no higher than the old
         # tail's rate and the hour's), so an hour whose bound is below the bar needs no lists
@@ -389,13 +417,15 @@ class LossDetector(Detector):
         self.busy = BusyHours()        # the path's diurnal saturation's busy hours (shared by the monitor)
 
     def __getstate__(self) -> dict:
-        return {key: value for key, value in self.__dict__.items() if key != "neighbours"}
+        return {key: value for key, value in self.__dict__.items() if key not in ("neighbours", "lossy")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.neighbours = {}
         if "bins_seen" not in state:       # pickled before bins were numbered (any start will do)
             self.bins_seen = len(self.bins)
+        first = self.bins_seen - len(self.bins)
+        self.lossy = deque(first + i for i, hour_bin in enumerate(self.bins) if hour_bin[1] >= 5)
         if "tail_bound" not in state:
             self.tail_bound = math.inf
         if "spread" not in state:          # pickled before samples' spread was kept
@@ -472,6 +502,11 @@ class LossDetector(Detector):
         bins.append(hour_bin)
         self.bins_seen += 1
         _, lost, sent = hour_bin
+        lossy = self.lossy
+        if lost >= 5:
+            lossy.append(self.bins_seen - 1)
+        while lossy and lossy[0] < self.bins_seen - len(bins):
+            lossy.popleft()                # (it left the history)
         rate = lost / sent if sent else math.inf      # (a tail that sent nothing: inf, as there)
         if rate > self.tail_bound:
             self.tail_bound = rate
@@ -510,15 +545,22 @@ class LossDetector(Detector):
         if highest < max(p.min_rate, 3 * p0_low) * (1 - 1e-9):
             return []                  # whatever the split, the loss after it is too low (checked below;
                                        # taking bursts out of recent only lowers it)
-        if maybe_bursts:
-            reference = without_bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates,
-                                       self._neighbours_memo(), self.bins_seen - len(bins))
-            ref_lost = sum(map(_LOST, reference))
+        first = self.bins_seen - len(bins)
+        lossy = [n - first for n in self.lossy]      # (the lossy bins' places in bins)
+        if maybe_bursts:             # (the reference's loss without its bursts': only its sum is read)
+            for i, lost in bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates,
+                                  self._neighbours_memo(), first, [i for i in lossy if i < len(reference)]):
+                ref_lost += lost - reference[i][1]
         p0 = max(ref_lost / ref_sent if ref_sent else 0.0, p.rate_floor)
         if highest < max(p.min_rate, 3 * p0) * (1 - 1e-9):
             return []
+        skipped = len(bins) - len(recent)
         recent = without_bursts(recent, p0, p.burst_hours, p.burst_alpha, recent_rates,
-                                self._neighbours_memo(), self.bins_seen - len(recent))
+                                self._neighbours_memo(), self.bins_seen - len(recent),
+                                [i - skipped for i in lossy if i >= skipped])
+        if _highest_tail_rate(recent) < max(p.min_rate, 3 * p0):
+            return []                  # (every tail's rate, as computed below for the one after the split,
+                                       # is below the bar: whatever the split, the test below returns)
         split, _ = _llr_split(recent, p0)
         after = recent[split:]
         lost = sum(map(_LOST, after))

@@ -182,7 +182,10 @@ class SilenceDetector(Detector):
                         wait = slack
             cadence.wait = wait
         dues = self.dues
-        dues[kind] = None if wait is None else last + wait
+        before, earliest = dues.get(kind), self._deadline
+        dues[kind] = due = None if wait is None else last + wait
+        if before is not None and due is not None and earliest is not None and before > earliest <= due:
+            return out                      # (another type's due was the earliest and still is)
         earliest = None
         for due in dues.values():
             if due is not None and (earliest is None or due < earliest):
