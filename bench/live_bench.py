@@ -4,10 +4,11 @@ Runs on the test stack (`.pathwatch/test-stack`, its own ports; brought up and d
 not run it while the stack tests or the other pipeline bench run). Two simulated meshes:
 
 - the **probe** mesh (``--hosts``, realistic cadences: a latency window every 60 s, traces every
-  5 minutes, tracepath every 15, throughput hourly) with two days of history, then faults placed
-  in its last ``--live-minutes`` (a loss step, a latency shift, a route change, each on its own
-  path, a minute apart). Its history is published as a flood first (the detectors learn each
-  path); once the pipeline caught up, the live part follows in real time;
+  5 minutes, tracepath every 15, throughput hourly) with four days of history (the loss detector
+  judges after three), then faults timed to be named in its last ``--live-minutes`` (a loss
+  step, a latency shift, two route changes, each on its own path; ``ONSETS``). Its history is
+  published as a flood first (the detectors learn each path); once the pipeline caught up, the
+  live part follows in real time;
 - a dense, fault-free **load** mesh (``--load-hosts``, one latency window every ``--load-latency-s``,
   traces every 10 s) over the same minutes, interleaved with the probe's live part, so the
   pipeline judges the probes while it takes ``--load-hosts`` × (hosts − 1) paths' worth of
@@ -44,8 +45,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
 PROBE_START = "2026-03-01T00:00:00Z"
-PROBE_DAYS = 2
+PROBE_DAYS = 4
 LAG_EVERY_S = 5.0
+# Fault onsets relative to the live part's start (s): a loss step is named after hours of
+# evidence and a latency shift after about half an hour, so they begin before the live part to
+# be named in it; a route change shows on the first trace after it (traces every 5 minutes).
+ONSETS = (-30000, (-1500, -1380, -1260, -1140), (60, 180, 300, 420))
 
 
 def main() -> None:
@@ -98,8 +103,11 @@ def main() -> None:
                 publisher.send(line.data, path_key(orjson.loads(line.data)))
         wait_caught_up(settings, 3600, lambda lags: print(f"  unprocessed {lags}", flush=True), every_s=2.0)
 
-        live = sorted([(line.collected_at, line.data, True) for line in probe_live]
-                      + [(collected, data, False) for collected, data in load], key=lambda item: item[0])
+        # (collected_at, message, its Kafka key, its records' keys if a probe's), in collection order
+        live = sorted([(line.collected_at, line.data, path_key(orjson.loads(line.data)), _record_keys(line.data))
+                       for line in probe_live]
+                      + [(collected, data, path_key(orjson.loads(data)), ()) for collected, data in load],
+                      key=lambda item: item[0])
         lags = LagSampler(settings)
         lags.start()
         cpu_before = _cpu_by_process(home)
@@ -112,13 +120,11 @@ def main() -> None:
             while index < len(live):
                 now = time.time()
                 while index < len(live) and live[index][0] + shift <= now:
-                    collected, data, probe = live[index]
-                    envelope = orjson.loads(data)
+                    _, data, kafka_key, record_keys = live[index]
                     sent = time.time()
-                    publisher.send(data, path_key(envelope))
-                    if probe:
-                        for key in _record_keys(data):
-                            published[key] = sent
+                    publisher.send(data, kafka_key)
+                    for key in record_keys:
+                        published[key] = sent
                     index += 1
                 if now - reported >= 60:
                     print(f"  {now - started:5.0f} s: {index} published, lag {lags.latest()}", flush=True)
@@ -174,7 +180,7 @@ def main() -> None:
     print(json.dumps(result, indent=2))
 
 
-def _probe(args):
+def _probe(args, onsets=None):
     """The probe mesh's history and live lines, the faults placed in the live part, the live span."""
     from pathwatch.sim.config import Cadences, SimConfig
     from pathwatch.sim.generate import envelope_lines, plan
@@ -187,16 +193,15 @@ def _probe(args):
     live_end = base.config.start + PROBE_DAYS * 86400
     live_start = live_end - int(args.live_minutes * 60)
     paths = base.mesh.paths
-    onset = live_start + 60
-    route = paths[2].route
-    episodes = [
-        Episode("loss_step", paths[0].src.name, paths[0].dst.name, onset, None, {"loss": 0.02}),
-        Episode("latency_shift", paths[1].src.name, paths[1].dst.name, onset + 60, None,
-                {"owd_delta_ms": 12.0, "rtt_delta_ms": 12.0, "from_ttl": 3}),
-        Episode("route_change", paths[2].src.name, paths[2].dst.name, onset + 120, None,
-                {"rtt_delta_ms": 4.0, "owd_delta_ms": 3.5, "diverge_ttl": len(route) // 2, "new_as": "transit",
-                 "extra_hops": 1}),
-    ]
+    loss_onset, shift_onsets, route_onsets = onsets or ONSETS
+    episodes = [Episode("loss_step", paths[5].src.name, paths[5].dst.name, live_start + loss_onset, None, {"loss": 0.05})]
+    episodes += [Episode("latency_shift", paths[index].src.name, paths[index].dst.name, live_start + onset, None,
+                         {"owd_delta_ms": 12.0, "rtt_delta_ms": 12.0, "from_ttl": 3})
+                 for index, onset in zip((1, 3, 6, 9), shift_onsets)]
+    episodes += [Episode("route_change", paths[index].src.name, paths[index].dst.name, live_start + onset, None,
+                         {"rtt_delta_ms": 4.0, "owd_delta_ms": 3.5, "diverge_ttl": len(paths[index].route) // 2,
+                          "new_as": "transit", "extra_hops": 1})
+                 for index, onset in zip((2, 7, 10, 13), route_onsets)]
     sim = base.with_episodes(episodes)
     lines = list(envelope_lines(sim))
     history = [line for line in lines if line.collected_at < live_start]
