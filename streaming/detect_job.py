@@ -238,9 +238,10 @@ def build(settings, config_path: str | None = None):
     # Stable operator ids: a savepoint maps onto the job again at another parallelism.
     stream = env.from_source(source, watermarks, "records").uid("records-source")
     rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
+    detect = _detect_function(config_path, settings.ordering_delay_s, settings.ordering_slack_s,
+                              settings.checkpoint_interval_s)(records)
     detected = (stream.key_by(_path_of, key_type=Types.STRING())
-                .process(_detect_function(config_path, settings.ordering_delay_s, settings.ordering_slack_s,
-                                              settings.checkpoint_interval_s)(records), output_type=rows).name("detect").uid("detect"))
+                .process(detect, output_type=rows).name("detect").uid("detect"))
     # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
     grouped = (detected.filter(lambda row: row[0] != "dead")
                .key_by(lambda row: "incidents", key_type=Types.STRING())
