@@ -50,12 +50,16 @@ _DEPTH = "(the depth limit)"
 
 @dataclass(frozen=True)
 class Item:
-    """One input unit: ``value`` is decoded JSON or text; ``error`` is set when it could not be read."""
+    """One input unit: ``value`` is decoded JSON or text; ``error`` is set when it could not be read.
+
+    ``unread``: the unit was over the line limit and skipped unread, so ``raw`` is empty.
+    """
 
     location: str
     raw: bytes
     value: Any = None
     error: ParseError | None = None
+    unread: bool = False
 
 
 def _decode_text(data: bytes) -> str:
@@ -77,7 +81,7 @@ def read_items(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Iterator[Item]:
     """
     stripped = data.lstrip()
     if not stripped:
-        yield Item("input", data, error=ParseError(None, "empty input"))
+        yield Item("input", data, error=_EMPTY.error) if len(data) <= limits.max_line_bytes else _EMPTY
         return
     if len(data) > limits.max_line_bytes:
         if stripped[:1] == b"{":
@@ -150,7 +154,7 @@ def _oversized(location: str, size: int, limits: Limits) -> Item:
     what = "line" if location.startswith("line") else "input (not JSON Lines, so read whole)"
     reason = (f"{what} of {size} bytes is over the limit of {limits.max_line_bytes} bytes "
               f"(max_line_bytes, --max-line-bytes): not decoded")
-    return Item(location, b"", error=ParseError(None, reason))
+    return Item(location, b"", error=ParseError(None, reason), unread=True)
 
 
 def _json_error(error: orjson.JSONDecodeError, limits: Limits) -> ParseError:
@@ -251,6 +255,17 @@ def _dumps_deep(value: Any) -> bytes:
 
 
 @dataclass(frozen=True)
+class _Blank:
+    """Blank lines at the start of an input, more bytes than the line limit: counted, not kept."""
+
+    pieces: int
+    size: int
+
+
+_EMPTY = Item("input", b"", error=ParseError(None, "empty input"))
+
+
+@dataclass(frozen=True)
 class _Oversized:
     """A physical line over the limit, skipped unread: only its size is known."""
 
@@ -274,12 +289,11 @@ def read_stream(stream: BinaryIO, limits: Limits = DEFAULT_LIMITS) -> Iterator[I
     'line of 108 bytes is over the limit of 64 bytes (max_line_bytes, --max-line-bytes): not decoded'
     """
     lines = _physical_lines(stream, limits.max_line_bytes)
-    head: list[bytes | _Oversized] = []
-    for line in lines:
-        head.append(line)
-        if isinstance(line, _Oversized) or line.strip():
-            break
+    head = _head(lines, limits.max_line_bytes)
     first = head[-1] if head else b""
+    if isinstance(first, _Blank) or (isinstance(first, bytes) and not first.strip()):  # blank, or nothing at all
+        yield from read_items(b"".join(head), limits) if all(isinstance(line, bytes) for line in head) else [_EMPTY]
+        return
     if _starts_json_lines(first, limits):
         yield from _stream_json_lines(_chain(head, lines), limits)
         return
@@ -292,6 +306,22 @@ def read_stream(stream: BinaryIO, limits: Limits = DEFAULT_LIMITS) -> Iterator[I
         yield _oversized("input", _size(read) + _size(lines), limits)
 
 
+def _head(lines: Iterator[bytes | _Oversized], max_bytes: int) -> list[bytes | _Oversized | _Blank]:
+    """The lines up to the first that is not blank (blank ones past ``max_bytes`` counted, not kept)."""
+    head: list = []
+    size = 0
+    for line in lines:
+        if isinstance(line, _Oversized) or line.strip():
+            return head + [line]
+        size += len(line)
+        if size <= max_bytes:
+            head.append(line)
+        else:
+            pieces = sum(part.pieces if isinstance(part, _Blank) else len(part.splitlines()) for part in head)
+            head = [_Blank(pieces + len(line.splitlines()), size)]
+    return head
+
+
 def _physical_lines(stream: BinaryIO, max_bytes: int) -> Iterator[bytes | _Oversized]:
     """The stream's lines up to and with their ``\\n``; a line over ``max_bytes`` is skipped in chunks."""
     while True:
@@ -299,7 +329,9 @@ def _physical_lines(stream: BinaryIO, max_bytes: int) -> Iterator[bytes | _Overs
         if not line:
             return
         if len(line) <= max_bytes or line.endswith(b"\n"):
-            yield line
+            box = [line]
+            del line
+            yield box.pop()  # this frame keeps no reference: a long line is freed once split
         else:
             yield _skip_line(stream, len(line), line.lstrip()[:1])
 
@@ -332,7 +364,8 @@ def _chain(head: Iterable, rest: Iterable) -> Iterator[bytes | _Oversized]:
 
 
 def _size(lines: Iterable[bytes | _Oversized]) -> int:
-    return sum(line.read if isinstance(line, _Oversized) else len(line) for line in lines)
+    return sum(len(line) if isinstance(line, bytes) else line.read if isinstance(line, _Oversized) else line.size
+               for line in lines)
 
 
 def _read_whole(head: list, lines: Iterator, max_bytes: int) -> tuple[bytes | None, list]:
@@ -354,11 +387,11 @@ class _Document:
         self.parts: list[bytes] | None = []
         self.size, self.max_bytes = 0, max_bytes
 
-    def add(self, line: bytes | _Oversized) -> None:
+    def add(self, line: bytes | _Oversized | _Blank) -> None:
         if self.parts is None:
             return
         self.size += _size([line])
-        if isinstance(line, _Oversized) or self.size > self.max_bytes:
+        if not isinstance(line, bytes) or self.size > self.max_bytes:
             self.parts = None
         else:
             self.parts.append(line)
@@ -376,7 +409,9 @@ def _stream_json_lines(lines: Iterable[bytes | _Oversized], limits: Limits) -> I
     for line in lines:
         if document is not None:
             document.add(line)
-        items, number = _line_items(line, number, limits)
+        box = [line]
+        del line  # _line_items frees the physical line once it is split, before decoding
+        items, number = _line_items(box, number, limits)
         for item in items:
             if document is not None and held is None:
                 held = item
@@ -390,11 +425,18 @@ def _stream_json_lines(lines: Iterable[bytes | _Oversized], limits: Limits) -> I
         yield _one_document(held, document.whole() if document is not None else None)
 
 
-def _line_items(line: bytes | _Oversized, number: int, limits: Limits) -> tuple[list[Item], int]:
-    """(items of the non-blank lines in one physical line, last line number); ``\\r`` also ends a line."""
+def _line_items(box: list, number: int, limits: Limits) -> tuple[list[Item], int]:
+    """(items of the non-blank lines in one physical line, last line number); ``\\r`` also ends a line.
+
+    ``box`` holds the line and is emptied, so that a long line is not kept beside its pieces.
+    """
+    line = box.pop()
+    if isinstance(line, _Blank):
+        return [], number + line.pieces
     if isinstance(line, _Oversized):
         return [_oversized(f"line {number + 1}", line.size, limits)], number + 1
     pieces = line.splitlines()
+    del line
     items = [_json_line(number + index, piece, limits) for index, piece in enumerate(pieces, start=1) if piece.strip()]
     return items, number + len(pieces)
 
