@@ -27,7 +27,7 @@ from pathwatch.contract import timefmt
 from ..build import ip_version, record, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import check, integer, join, need, number, obj, opt, plain_amount, plain_count
+from ..fields import check, integer, join, need, number, obj, opt, plain_amount, plain_count, cut, whole_number
 from ..registry import Format
 from ._stats import histogram_stats
 
@@ -238,14 +238,14 @@ def _histogram(buckets: dict, where: str) -> dict[float, int]:
 
 def _ttls(counts: dict, where: str) -> list[int]:
     """The TTLs ``histogram-ttl`` saw packets arrive with."""
-    if all(ttl.isdigit() and plain_count(count) for ttl, count in counts.items()):
+    if all(ttl.isdecimal() and len(ttl) < 20 and plain_count(count) for ttl, count in counts.items()):
         return [int(ttl) for ttl, count in counts.items() if count]
     ttls = []
     for ttl, count in counts.items():
-        if not ttl.isdigit():
-            raise ParseError(join(where, ttl), "TTL is not a whole number")
+        if not ttl.isdigit():  # whole_number refuses what int() does: '²', over 4300 digits
+            raise ParseError(join(where, cut(ttl)), "TTL is not a whole number")
         if integer({ttl: count}, ttl, where):
-            ttls.append(int(ttl))
+            ttls.append(whole_number(ttl, join(where, cut(ttl))))
     return ttls
 
 
