@@ -9,6 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .reader import DEFAULT_LIMITS
+
 
 def _wrapper(fmt: str | None, source: str | None, destination: str | None, collected_at: str | None):
     from pathwatch.ingest import registry
@@ -50,19 +52,20 @@ def publish(
     collected_at: Annotated[Optional[str], typer.Option(help="RFC 3339 collection time for bare inputs (default: the file's mtime).")] = None,
     bootstrap: Annotated[Optional[str], typer.Option(envvar="PATHWATCH_KAFKA_BOOTSTRAP", help="Kafka bootstrap servers (default: the stack's).")] = None,
     topic: Annotated[Optional[str], typer.Option(help="Topic (default: the stack's raw topic).")] = None,
+    max_line_bytes: Annotated[int, typer.Option(min=1, help="Longest line (or whole input that is not JSON Lines) read; longer ones are reported, not sent.")] = DEFAULT_LIMITS.max_line_bytes,
 ) -> None:
     """Publish raw inputs into the raw topic, one message per envelope, keyed by path.
 
     Envelopes (and input that will not parse — the pipeline dead-letters it with the reason)
     are sent byte for byte; bare tool output is wrapped into an envelope with the options
-    above. JSON Lines are read one line at a time. A line over the reader's limit (64 MiB) or
+    above. JSON Lines are read one line at a time. A line over --max-line-bytes (64 MiB) or
     a message over the broker's (8 MiB) is not sent: it gets a line on standard error naming
     the file and line, and the exit status is 2. Prints how many messages the broker acknowledged.
     """
     from pathwatch.console import bytes_progress, err_console
     from pathwatch.ingest.files import open_input
     from pathwatch.ingest.publish import RateLimit, RawPublisher, publish_messages
-    from pathwatch.ingest.reader import read_stream
+    from pathwatch.ingest.reader import Limits, read_stream
 
     err = err_console()
     if bootstrap is None or topic is None:
@@ -82,7 +85,7 @@ def publish(
             for path in inputs:
                 with open_input(str(path)) as (stream, mtime):
                     wrap = _wrapper(format, source, destination, collected_at or mtime)
-                    messages = _messages(str(path), read_stream(stream), wrap, err, skipped, advance)
+                    messages = _messages(str(path), read_stream(stream, Limits(max_line_bytes=max_line_bytes)), wrap, err, skipped, advance)
                     total += publish_messages(publisher, messages, limit)
     finally:
         if progress is not None:

@@ -207,3 +207,38 @@ def _expected_counts(lines: list[bytes], copies: int) -> Counter:
         counts["records" if outcome.records else "empty"] += copies
         counts["lines_out"] += len(outcome.records) * copies
     return counts
+
+
+# --- publish streams too, and says what it could not send -----------------------------------
+
+
+class _FakePublisher:
+    sent: list = []
+
+    def __init__(self, bootstrap, topic, settings=None):
+        self.delivered = 0
+
+    def send(self, value, key=None, timestamp_ms=None):
+        _FakePublisher.sent.append((value, key))
+        self.delivered += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        pass
+
+
+def test_publish_sends_each_line_byte_for_byte_and_reports_a_line_over_the_limit(tmp_path, monkeypatch):
+    import pathwatch.ingest.publish as publish
+
+    monkeypatch.setattr(publish, "RawPublisher", _FakePublisher)
+    _FakePublisher.sent = []
+    lines = (EXAMPLES / "ping.jsonl").read_bytes().splitlines()[:2]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(lines[0] + b"\n" + b'{"x": "' + b"y" * 5000 + b'"}\n\n' + lines[1] + b"\n")
+    result = CliRunner().invoke(app, ["publish", "--bootstrap", "unused:9092", "--topic", "raw", "--max-line-bytes", "4096", str(path)])
+    assert result.exit_code == 2, result.output
+    assert [value for value, _ in _FakePublisher.sent] == lines
+    assert f"{path}, line 2: not published: line of 5009 bytes is over the limit of 4096 bytes" in result.stderr
+    assert "published 2 messages to raw at unused:9092: 2 acknowledged; 1 not published (see above)" in result.stderr
