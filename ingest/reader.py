@@ -113,11 +113,7 @@ def _array_items(data: bytes, document: list, limits: Limits) -> Iterator[Item]:
     if not document:
         yield Item("input", data, error=ParseError(None, "empty JSON array"))
     for index, element in enumerate(document, start=1):
-        too_deep = _too_deep(element, limits)
-        if too_deep is None:
-            yield Item(f"item {index}", orjson.dumps(element), element)
-        else:
-            yield Item(f"item {index}", _dumps_deep(element), error=too_deep)
+        yield _checked(Item(f"item {index}", _dumps_deep(element), element), limits)
 
 
 def _json_lines(data: bytes, limits: Limits) -> Iterator[Item]:
@@ -225,7 +221,14 @@ def _deeper_than(value: Any, depth: int) -> bool:
 
 
 def _dumps_deep(value: Any) -> bytes:
-    """JSON of ``value`` at any depth (orjson refuses past 254 levels), written without recursion."""
+    """JSON of ``value`` at any depth (orjson refuses past 254 levels), written without recursion.
+
+    >>> deep = [{"a": 1, "b": [2, 3]}, None]
+    >>> for _ in range(300):
+    ...     deep = [deep]
+    >>> _dumps_deep(deep) == b"[" * 300 + b'[{"a":1,"b":[2,3]},null]' + b"]" * 300
+    True
+    """
     try:
         return orjson.dumps(value)
     except TypeError:
@@ -239,12 +242,12 @@ def _dumps_deep(value: Any) -> bytes:
         elif isinstance(node, dict):
             stack.append(b"}")
             for index, (key, child) in enumerate(reversed(node.items())):
-                stack.extend([child, orjson.dumps(key) + b":"] + ([b","] if index else []))
+                stack.extend(([b","] if index else []) + [child, orjson.dumps(key) + b":"])
             stack.append(b"{")
         elif isinstance(node, list):
             stack.append(b"]")
             for index, child in enumerate(reversed(node)):
-                stack.extend([child] + ([b","] if index else []))
+                stack.extend(([b","] if index else []) + [child])
             stack.append(b"[")
         else:
             out.append(orjson.dumps(node))
