@@ -4,7 +4,8 @@
 The inputs are tests/fuzz_inputs.py's (the seeds are each format's fixtures, mutated by byte
 flips, truncation, duplicated lines, huge numbers, wrong types, unicode, garbled text lines, deep
 nesting, repeated slices), drawn by hypothesis as tests/test_fuzz.py draws them. For each format:
-inputs, records, rejects by reason class (the reason with numbers and quoted values
+inputs, items read from them (a JSON Lines input gives one per line: a mutated pretty-printed
+document that no longer parses is read as JSON Lines, one reject per line), records, rejects by reason class (the reason with numbers and quoted values
 blanked), crashes (any exception but a ParseError: must be 0; each is written to
 bench/results/fuzz-crashes/ to become a regression test) and seconds (wall clock).
 
@@ -33,7 +34,7 @@ from hypothesis import strategies as st  # noqa: E402
 from tests.fuzz_inputs import FORMATS, check, mutated, seeds  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-CLASS_SPECIFICS = re.compile(r"'[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\(got .*?\)|: .{60,}")
+CLASS_SPECIFICS = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![A-Za-z])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\(got .*?\)")
 
 
 def reason_class(reason: str) -> str:
@@ -47,7 +48,7 @@ def reason_class(reason: str) -> str:
 
 def run_format(fmt: str, examples: int) -> dict:
     pool = seeds(fmt)
-    stats = {"inputs": 0, "records": 0, "rejects": Counter(), "crashes": []}
+    stats = {"inputs": 0, "items": 0, "records": 0, "rejects": Counter(), "crashes": []}
 
     @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
@@ -56,10 +57,11 @@ def run_format(fmt: str, examples: int) -> dict:
         raw = mutated(data, fmt, pool)
         stats["inputs"] += 1
         try:
-            records, errors = check(raw)
+            items, records, errors = check(raw)
         except Exception as error:  # a crash: what this bench is for
             stats["crashes"].append(_save_crash(fmt, raw, error))
             return
+        stats["items"] += items
         stats["records"] += records
         stats["rejects"].update(reason_class(e.reason) for e in errors)
 
@@ -67,7 +69,7 @@ def run_format(fmt: str, examples: int) -> dict:
     one()
     seconds = time.perf_counter() - started
     rejects = stats["rejects"]
-    return {"format": fmt, "seeds": len(pool), "inputs": stats["inputs"], "records": stats["records"],
+    return {"format": fmt, "seeds": len(pool), "inputs": stats["inputs"], "items": stats["items"], "records": stats["records"],
             "rejects": sum(rejects.values()), "crashes": len(stats["crashes"]), "seconds": round(seconds, 1),
             "rejects_by_reason": dict(rejects.most_common(25)),
             "other_reject_classes": max(0, len(rejects) - 25), "crash_files": stats["crashes"]}

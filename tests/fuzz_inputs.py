@@ -193,9 +193,9 @@ def mutated(data: st.DataObject, fmt: str, pool: list[bytes]) -> bytes:
     return raw
 
 
-def check(raw: bytes) -> tuple[int, list[ParseError]]:
-    """(records, errors) of one input read and parsed as ``pathwatch parse`` does; every item gives
-    records, nothing, or a ParseError with a reason. Any other exception propagates: a crash."""
+def check(raw: bytes) -> tuple[int, int, list[ParseError]]:
+    """(items, records, errors) of one input read and parsed as ``pathwatch parse`` does; every
+    item gives records, nothing, or a ParseError with a reason. Any other exception propagates: a crash."""
     items = list(read_stream(io.BytesIO(raw)))
     assert [_key(item) for item in items] == [_key(item) for item in read_items(raw)], "stream and bytes readers differ"
     records, errors = 0, []
@@ -208,7 +208,7 @@ def check(raw: bytes) -> tuple[int, list[ParseError]]:
         for record in outcome.records:
             plain.dumps(record)
             records += 1
-    return records, errors
+    return len(items), records, errors
 
 
 def _key(item) -> tuple:
