@@ -66,6 +66,13 @@ def test_owping_summary_counts_and_ttls_of_5000_digits_are_parse_errors():
         assert error.reason.startswith("expected a number, got '111") and "(5000 characters)" in error.reason
 
 
+def test_owping_counts_past_a_float_s_range_are_a_parse_error_not_an_overflow():
+    # found by bench/fuzz_bench.py: "1e400"-sized counts that int() reads and float() cannot hold (OverflowError)
+    summary = (FIXTURES / "owping" / "summary-two-directions.txt").read_text()
+    error = _one(envelope("owping", summary.replace("100 sent", f"1{'0' * 400} sent", 1)))
+    assert error.reason.startswith("packet counts too large:") and "400-digit count of packets" in error.reason
+
+
 def test_ping_counts_of_5000_digits_are_a_parse_error():
     text = (FIXTURES / "ping" / "iputils-20221126-partial-loss.txt").read_text()
     error = _one(envelope("ping", text.replace("10 packets transmitted", f"{LONG} packets transmitted")))

@@ -263,6 +263,25 @@ def _direction_by_name(header: re.Match, ctx: Context) -> bool | None:
     return forward if forward != reverse else None
 
 
+def _reordered(share: float, packets: int, block: dict[str, Any]) -> int:
+    """Packets reordered: ``share`` percent of ``packets``; ParseError when the product is not a
+    number (counts past a float's range, which int() still reads).
+
+    >>> _reordered(1.5, 200, {"number": 3})
+    3
+    >>> try:
+    ...     _reordered(1.0, 10**400, {"number": 3})
+    ... except ParseError as error:
+    ...     print(error)
+    line 3: packet counts too large: 1.0% of a 401-digit count of packets
+    """
+    try:
+        return round(share / 100 * packets)
+    except OverflowError:
+        raise ParseError(f"line {block['number']}",
+                         f"packet counts too large: {share}% of a {len(str(packets))}-digit count of packets") from None
+
+
 def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     percentiles: dict[float, float | None] = {}
@@ -302,8 +321,7 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
                       ("jitter_ms", "one-way jitter"), ("reordered_pct", "reordering")):  # fmt: skip
         if key not in fields:
             raise ParseError(f"{name} line", f"missing from the owping block at line {block['number']}")
-    share = fields.pop("reordered_pct")
-    fields["reordered"] = round(share / 100 * (fields["packets_received"] + fields["duplicates"]))
+    fields["reordered"] = _reordered(fields.pop("reordered_pct"), fields["packets_received"] + fields["duplicates"], block)
     median, jitter = fields["delay_median_ms"], fields["jitter_ms"]
     derived = round(median + jitter, 9) if median is not None and jitter is not None else None
     fields["delay_p95_ms"] = percentiles[95.0] if percentiles.get(95.0) is not None else derived
