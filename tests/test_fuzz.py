@@ -88,6 +88,14 @@ def test_pscheduler_ttl_keys_int_refuses_are_parse_errors():
         assert error.reason.startswith("expected a number, got"), error
 
 
+def test_pscheduler_duration_past_timedelta_s_range_is_a_parse_error():
+    # found by bench/fuzz_bench.py: isodate raised OverflowError building the timedelta
+    from pathwatch.ingest.formats.pscheduler import _duration_ms
+
+    with pytest.raises(ParseError, match="not an ISO 8601 duration: 'PT99999999999999999999999999S'"):
+        _duration_ms("PT99999999999999999999999999S", "result.raw-packets.0.delay")
+
+
 def test_mtr_asn_of_5000_digits_is_a_parse_error():
     report = json.loads((FIXTURES / "mtr" / "mtr_asn_unresolved.json").read_text())
     report["report"]["hubs"][0]["ASN"] = "AS" + LONG
