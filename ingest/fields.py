@@ -5,10 +5,11 @@ the project's own error, never a ``KeyError`` or ``TypeError``.
 
 >>> need({"a": {"b": 2}}, "a", dict, "")["b"]
 2
->>> number({"rtt": "x"}, "rtt", "hop")
-Traceback (most recent call last):
-...
-pathwatch.ingest.errors.ParseError: hop.rtt: expected a number, got str
+>>> try:
+...     number({"rtt": "x"}, "rtt", "hop")
+... except ParseError as error:
+...     print(error)
+hop.rtt: expected a number, got str
 """
 
 from __future__ import annotations
@@ -141,14 +142,55 @@ def plain_amount(value: Any) -> bool:
 
 
 def text_number(text: str, field: str, kind: type = float) -> Any:
-    """Parse a number out of tool text, as ParseError on failure: ``text_number("1.5", "rtt")``."""
+    """Parse a number out of tool text, as ParseError on failure: ``text_number("1.5", "rtt")``.
+
+    >>> try:
+    ...     text_number("1" * 5000, "ttl", int)
+    ... except ParseError as error:
+    ...     print(error)
+    ttl: expected a number, got '1111111111111111111111111111111111111...' (5000 characters)
+    """
     try:
         value = kind(text)
-    except (TypeError, ValueError):
-        raise ParseError(field, f"expected a number, got {text!r}") from None
+    except (TypeError, ValueError):  # int() also refuses over 4300 digits
+        raise ParseError(field, f"expected a number, got {shown(text)}") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise ParseError(field, f"expected a finite number, got {text!r}")
+        raise ParseError(field, f"expected a finite number, got {shown(text)}")
     return value
+
+
+def whole_number(text: str, field: str) -> int:
+    """The int of a run of digits matched in tool text; ParseError where ``int`` refuses it (over
+    4300 digits, or Unicode digits that ``str.isdigit`` accepts and ``int`` does not).
+
+    >>> whole_number("42", "ttl")
+    42
+    >>> try:
+    ...     whole_number("\u00b2", "ttl")
+    ... except ParseError as error:
+    ...     print(error)
+    ttl: expected a number, got '\u00b2'
+    """
+    try:
+        return int(text)
+    except ValueError:
+        raise ParseError(field, f"expected a number, got {shown(text)}") from None
+
+
+def cut(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters for a field name: ``cut("x" * 50, 10)`` is ``'xxxxxxx...'``."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shown(text: Any, limit: int = 40) -> str:
+    """``text`` for an error message: its repr, cut to ``limit`` characters with its length.
+
+    >>> shown("abc"), shown("x" * 50, 10)
+    ("'abc'", "'xxxxxxx...' (50 characters)")
+    """
+    if not isinstance(text, str):
+        return repr(text)[:limit]
+    return repr(text) if len(text) <= limit else f"{text[: limit - 3] + '...'!r} ({len(text)} characters)"
 
 
 def epoch_time(container: Any, key: str, where: str, *, fraction: float = 0.0) -> str:

@@ -33,10 +33,11 @@ tasks; a collector runs the tasks whose source is its own host.
 ['rtt:a>b', 'rtt:a>c']
 >>> mesh.tests[0].interval, mesh.tests[0].options.count
 (60.0, 10)
->>> mesh_from_data({**data, "tests": [{**data["tests"][0], "interval": "soon"}]})
-Traceback (most recent call last):
-...
-pathwatch.ingest.mesh.MeshError: tests[0].interval: not a number of seconds or an ISO 8601 duration such as PT30S: 'soon'
+>>> try:
+...     mesh_from_data({**data, "tests": [{**data["tests"][0], "interval": "soon"}]})
+... except MeshError as error:
+...     print(error)
+tests[0].interval: not a number of seconds or an ISO 8601 duration such as PT30S: 'soon'
 """
 
 from __future__ import annotations

@@ -171,3 +171,20 @@ def publish_messages(publisher: RawPublisher, messages: Iterable[Message], rate:
 def messages_of(items: Iterable[Item], wrap: Callable[[Any], dict] | None) -> Iterator[Message]:
     for item in items:
         yield to_message(item, wrap)
+
+
+def unsendable(item: Item, message: Message, max_bytes: int = KAFKA_DEFAULTS["message.max.bytes"]) -> str | None:
+    """Why ``message`` (of ``item``) cannot go on the raw topic, or None: an item skipped unread
+    (over the reader's line limit) has no bytes to send, and the broker refuses messages over
+    ``max_bytes``.
+
+    >>> unsendable(Item("line 1", b"{}"), Message(b"{}", None)) is None
+    True
+    >>> unsendable(Item("line 1", b"x" * 9), Message(b"x" * 9, None), max_bytes=8)
+    'message of 9 bytes is over the broker limit of 8 bytes (message.max.bytes)'
+    """
+    if item.unread:
+        return str(item.error)
+    if len(message.value) > max_bytes:
+        return f"message of {len(message.value)} bytes is over the broker limit of {max_bytes} bytes (message.max.bytes)"
+    return None

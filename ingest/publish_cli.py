@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+
+from .reader import DEFAULT_LIMITS
 
 
 def _wrapper(fmt: str | None, source: str | None, destination: str | None, collected_at: str | None):
@@ -23,6 +27,22 @@ def _wrapper(fmt: str | None, source: str | None, destination: str | None, colle
     return wrap
 
 
+def _messages(origin: str, items, wrap, err, skipped: Counter, advance) -> Iterator:
+    """The messages of ``items``; an item that cannot be sent is reported on ``err`` and counted instead."""
+    from pathwatch.console import describe_reject
+    from pathwatch.ingest.publish import to_message, unsendable
+
+    for item in items:
+        advance(len(item.raw) + 1)
+        message = to_message(item, wrap)
+        reason = unsendable(item, message)
+        if reason is None:
+            yield message
+        else:
+            skipped[origin] += 1
+            err.print(describe_reject(origin, item.location, None, f"not published: {reason}"), markup=False)
+
+
 def publish(
     inputs: Annotated[list[Path], typer.Argument(help="Files of raw envelopes (JSON Lines, a JSON array or one document) or bare tool output.", exists=True, dir_okay=False)],
     rate: Annotated[Optional[float], typer.Option(help="At most this many messages per second (default: as fast as the broker takes them).")] = None,
@@ -32,21 +52,20 @@ def publish(
     collected_at: Annotated[Optional[str], typer.Option(help="RFC 3339 collection time for bare inputs (default: the file's mtime).")] = None,
     bootstrap: Annotated[Optional[str], typer.Option(envvar="PATHWATCH_KAFKA_BOOTSTRAP", help="Kafka bootstrap servers (default: the stack's).")] = None,
     topic: Annotated[Optional[str], typer.Option(help="Topic (default: the stack's raw topic).")] = None,
+    max_line_bytes: Annotated[int, typer.Option(min=1, help="Longest line (or whole input that is not JSON Lines) read; longer ones are reported, not sent.")] = DEFAULT_LIMITS.max_line_bytes,
 ) -> None:
     """Publish raw inputs into the raw topic, one message per envelope, keyed by path.
 
     Envelopes (and input that will not parse — the pipeline dead-letters it with the reason)
     are sent byte for byte; bare tool output is wrapped into an envelope with the options
-    above. Prints how many messages the broker acknowledged.
+    above. JSON Lines are read one line at a time. A line over --max-line-bytes (64 MiB) or
+    a message over the broker's (8 MiB) is not sent: it gets a line on standard error naming
+    the file and line, and the exit status is 2. Prints how many messages the broker acknowledged.
     """
-    from datetime import datetime, timezone
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TimeRemainingColumn
-
-    from pathwatch.console import err_console
-    from pathwatch.contract.timefmt import format_utc
-    from pathwatch.ingest.publish import RateLimit, RawPublisher, messages_of, publish_messages
-    from pathwatch.ingest.reader import read_items
+    from pathwatch.console import bytes_progress, err_console
+    from pathwatch.ingest.files import open_input
+    from pathwatch.ingest.publish import RateLimit, RawPublisher, publish_messages
+    from pathwatch.ingest.reader import Limits, read_stream
 
     err = err_console()
     if bootstrap is None or topic is None:
@@ -58,16 +77,20 @@ def publish(
         topic = topic or topic_names(config)["raw"]
     limit = RateLimit(rate)
     total = 0
-    with RawPublisher(bootstrap, topic) as publisher, Progress(
-            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-            TimeRemainingColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-        for path in inputs:
-            data = path.read_bytes()
-            mtime = format_utc(datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
-            items = list(read_items(data))
-            task = progress.add_task(path.name, total=len(items))
-            wrap = _wrapper(format, source, destination, collected_at or mtime)
-            total += publish_messages(publisher, messages_of(items, wrap), limit,
-                                      lambda n: progress.advance(task, n))
-    err.print(f"published {total} messages to {topic} at {bootstrap}: {publisher.delivered} acknowledged",
-              markup=False)
+    skipped: Counter = Counter()
+    progress = bytes_progress(err, [str(path) for path in inputs], label="publishing")
+    advance = (lambda n: progress.advance(progress.task_ids[0], n)) if progress is not None else (lambda n: None)
+    try:
+        with RawPublisher(bootstrap, topic) as publisher:
+            for path in inputs:
+                with open_input(str(path)) as (stream, mtime):
+                    wrap = _wrapper(format, source, destination, collected_at or mtime)
+                    messages = _messages(str(path), read_stream(stream, Limits(max_line_bytes=max_line_bytes)), wrap, err, skipped, advance)
+                    total += publish_messages(publisher, messages, limit)
+    finally:
+        if progress is not None:
+            progress.stop()
+    err.print(f"published {total} messages to {topic} at {bootstrap}: {publisher.delivered} acknowledged"
+              + (f"; {sum(skipped.values())} not published (see above)" if skipped else ""), markup=False)
+    if skipped:
+        raise typer.Exit(2)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pathwatch import __version__
+from pathwatch.ingest.reader import DEFAULT_LIMITS
 
 app = typer.Typer(
     name="pathwatch",
@@ -75,10 +76,13 @@ def parse(
     destination: Annotated[Optional[str], typer.Option(help="Destination host for bare inputs that do not name it.")] = None,
     collected_at: Annotated[Optional[str], typer.Option(help="RFC 3339 collection time for bare inputs (default: the file's mtime).")] = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", "-k", help="Parse the rest after a rejected input.")] = False,
-    summary: Annotated[bool, typer.Option(help="Print a table of records and rejects per format on standard error.")] = False,
+    summary: Annotated[bool, typer.Option(help="Print a table of records and rejects per format on standard error, and how the items read add up.")] = False,
+    max_line_bytes: Annotated[int, typer.Option(min=1, help="Longest line (or whole input that is not JSON Lines) read; longer ones are rejected unread.")] = DEFAULT_LIMITS.max_line_bytes,
+    max_depth: Annotated[int, typer.Option(min=1, help="Deepest JSON nesting accepted; deeper input is rejected.")] = DEFAULT_LIMITS.max_depth,
 ) -> None:
     """Print canonical records as JSON Lines on standard output.
 
+    JSON Lines are read one line at a time, so memory follows the longest line, not the file.
     Each rejected input gets one line on standard error naming the file, line, field and
     reason. Exit status: 0 when everything parsed, 2 when anything was rejected (the first
     rejection stops the run unless --keep-going), 3 on an internal error (a pathwatch bug).
@@ -87,6 +91,7 @@ def parse(
     from pathwatch.ingest import registry
     from pathwatch.ingest.files import parse_paths
     from pathwatch.ingest.parse import Defaults
+    from pathwatch.ingest.reader import Limits
 
     err = _err()
     if format is not None and format not in registry.formats():
@@ -102,12 +107,14 @@ def parse(
     out = sys.stdout.buffer
     records: Counter = Counter()
     rejected: Counter = Counter()
+    items = Counter()  # "records", "empty" (no measurement in it), "rejected": they add up to the items read
     progress = _progress(err, inputs)
     try:
-        for located in parse_paths(inputs, defaults, as_dicts=True):
+        for located in parse_paths(inputs, defaults, as_dicts=True, limits=Limits(max_line_bytes, max_depth)):
             outcome = located.outcome
             if progress is not None:
                 progress.advance(progress.task_ids[0], len(outcome.item.raw) + 1)
+            items["rejected" if outcome.error is not None else "records" if outcome.records else "empty"] += 1
             if outcome.error is not None:
                 rejected[outcome.format or "?"] += 1
                 err.print(_describe(located.origin, outcome.item.location, outcome.error.field, outcome.error.reason), markup=False)
@@ -129,6 +136,7 @@ def parse(
     out.flush()
     if summary:
         _summary_table(err, records, rejected)
+        err.print(_items_line(items), markup=False)
     if rejected:
         raise typer.Exit(EXIT_REJECTED)
 
@@ -137,6 +145,16 @@ def _progress(err: Console, inputs: list[str]):
     from pathwatch.console import bytes_progress
 
     return bytes_progress(err, inputs)
+
+
+def _items_line(items: Counter) -> str:
+    """How the items read add up: each gave records, held no measurement, or was rejected.
+
+    >>> _items_line(Counter(records=3, rejected=1))
+    '4 items read: 3 gave records, 0 held no measurement, 1 rejected'
+    """
+    return (f"{sum(items.values())} items read: {items['records']} gave records, "
+            f"{items['empty']} held no measurement, {items['rejected']} rejected")
 
 
 def _summary_table(err: Console, records: Counter, rejected: Counter) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from ..build import ip_version, same_address, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import join, need, number, obj, opt, plain_amount, text_number
+from ..fields import join, need, number, obj, opt, plain_amount, text_number, whole_number
 from ..registry import Format
 
 _NAME_AND_IP = re.compile(r"^(?P<name>[^\s()]+) \((?P<ip>[^\s()]+)\)$")
@@ -66,7 +66,7 @@ def _host(hub: dict, where: str) -> tuple[str | None, str | None]:
 def _asn(hub: dict, where: str) -> int | None:
     text = opt(hub, "ASN", str, where)
     number_match = _ASN.match(text) if text else None
-    return int(number_match["number"]) if number_match else None
+    return whole_number(number_match["number"], join(where, "ASN")) if number_match else None
 
 
 def _hops(hubs: list) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from pathwatch.contract import timefmt
 from ..build import record
 from ..context import Context
 from ..errors import ParseError, quote_line
-from ..fields import text_number
+from ..fields import text_number, whole_number
 from ..registry import Format
 from ._stats import delay_stats
 
@@ -124,7 +124,10 @@ def _raw_packet(number: int, line: str) -> tuple[int, int, int, bool, bool, floa
 def _packet(groups: tuple[str, ...], number: int, line: str) -> tuple[int, int, int, bool, bool, float | None, float | None, int]:
     """The packet of one line's RAW_LINE groups, checked; ParseError names the line."""
     seq, stime, ssync, serr, rtime, rsync, rerr, ttl = groups
-    stime_n, rtime_n, ttl_n = int(stime), int(rtime), int(ttl)
+    try:
+        seq_n, stime_n, rtime_n, ttl_n = int(seq), int(stime), int(rtime), int(ttl)
+    except ValueError:  # over the 4300 digits int() reads
+        raise ParseError(f"line {number}", f"a number too long to read: {quote_line(line)}") from None
     if stime_n == 0 or stime_n >= 2**64 or rtime_n >= 2**64:
         raise ParseError(f"line {number}", f"timestamps must be non-zero 64-bit NTP values: {quote_line(line)}")
     if ssync not in "01" or rsync not in "01" or ttl_n > 255:
@@ -140,7 +143,7 @@ def _packet(groups: tuple[str, ...], number: int, line: str) -> tuple[int, int, 
         receive_error = text_number(rerr, f"line {number}") if rerr else None
     if (send_error is not None and send_error < 0) or (receive_error is not None and receive_error < 0):
         raise ParseError(f"line {number}", f"negative clock error estimate: {quote_line(line)}")
-    return int(seq), stime_n, rtime_n, ssync == "1", rsync == "1", send_error, receive_error, ttl_n
+    return seq_n, stime_n, rtime_n, ssync == "1", rsync == "1", send_error, receive_error, ttl_n
 
 
 def _plain_raw_packets(payload: str) -> list[tuple] | None:
@@ -260,12 +263,31 @@ def _direction_by_name(header: re.Match, ctx: Context) -> bool | None:
     return forward if forward != reverse else None
 
 
+def _reordered(share: float, packets: int, block: dict[str, Any]) -> int:
+    """Packets reordered: ``share`` percent of ``packets``; ParseError when the product is not a
+    number (counts past a float's range, which int() still reads).
+
+    >>> _reordered(1.5, 200, {"number": 3})
+    3
+    >>> try:
+    ...     _reordered(1.0, 10**400, {"number": 3})
+    ... except ParseError as error:
+    ...     print(error)
+    line 3: packet counts too large: 1.0% of a 401-digit count of packets
+    """
+    try:
+        return round(share / 100 * packets)
+    except OverflowError:
+        raise ParseError(f"line {block['number']}",
+                         f"packet counts too large: {share}% of a {len(str(packets))}-digit count of packets") from None
+
+
 def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     percentiles: dict[float, float | None] = {}
     for number, line in block["lines"]:
         if match := _SENT.match(line):
-            sent, lost, duplicates = (int(group) for group in match.groups())
+            sent, lost, duplicates = (whole_number(group, f"line {number}") for group in match.groups())
             if lost > sent:
                 raise ParseError(f"line {number}", f"more packets lost than sent: {quote_line(line)}")
             fields.update(packets_sent=sent, packets_lost=lost, packets_received=sent - lost, duplicates=duplicates)
@@ -299,8 +321,7 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
                       ("jitter_ms", "one-way jitter"), ("reordered_pct", "reordering")):  # fmt: skip
         if key not in fields:
             raise ParseError(f"{name} line", f"missing from the owping block at line {block['number']}")
-    share = fields.pop("reordered_pct")
-    fields["reordered"] = round(share / 100 * (fields["packets_received"] + fields["duplicates"]))
+    fields["reordered"] = _reordered(fields.pop("reordered_pct"), fields["packets_received"] + fields["duplicates"], block)
     median, jitter = fields["delay_median_ms"], fields["jitter_ms"]
     derived = round(median + jitter, 9) if median is not None and jitter is not None else None
     fields["delay_p95_ms"] = percentiles[95.0] if percentiles.get(95.0) is not None else derived
@@ -310,13 +331,13 @@ def _summary_fields(block: dict[str, Any]) -> dict[str, Any]:
 def _ttl_range(line: str, number: int) -> tuple[int, int] | None:
     """(ttl_min, ttl_max) from a TTL or hops line; hops are counted down from TTL 255."""
     if match := _TTL_ONE.match(line):
-        values = [int(match.group(1))]
+        values = [whole_number(match.group(1), f"line {number}")]
     elif match := _TTL_RANGE.match(line):
-        values = [int(match.group(1)), int(match.group(2))]
+        values = [whole_number(match.group(1), f"line {number}"), whole_number(match.group(2), f"line {number}")]
     elif match := _HOPS_ONE.match(line) or _HOPS_RANGE.match(line):
-        values = [_SENDER_TTL - int(hops) for hops in match.groups()]
+        values = [_SENDER_TTL - whole_number(hops, f"line {number}") for hops in match.groups()]
     elif match := _HOPS_LIST.match(line):
-        values = [_SENDER_TTL - int(hops) for hops in match.group(1).replace(",", " ").split()]
+        values = [_SENDER_TTL - whole_number(hops, f"line {number}") for hops in match.group(1).replace(",", " ").split()]
     else:
         return None
     if not all(0 <= value <= 255 for value in values):

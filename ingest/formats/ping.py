@@ -35,7 +35,7 @@ from pathwatch.contract import timefmt
 from ..build import record
 from ..context import Context
 from ..errors import ParseError, quote_line
-from ..fields import text_number
+from ..fields import text_number, whole_number
 from ..registry import Format
 from ._stats import delay_stats
 
@@ -103,7 +103,7 @@ def _counts(line: str, field: str) -> dict[str, int] | None:
     for part in line.split(", "):
         for key, pattern in _COUNT_PARTS.items():
             if match := pattern.match(part):
-                found[key] = int(match.group(1)) if key in ("sent", "received", "duplicates") else 0
+                found[key] = whole_number(match.group(1), field) if key in ("sent", "received", "duplicates") else 0
                 break
         else:
             raise ParseError(field, f"unrecognised part {part!r} in the statistics line {quote_line(line)}")

@@ -27,7 +27,7 @@ from pathwatch.contract import timefmt
 from ..build import ip_version, record, trace_record
 from ..context import Context
 from ..errors import ParseError
-from ..fields import check, integer, join, need, number, obj, opt, plain_amount, plain_count
+from ..fields import check, integer, join, need, number, obj, opt, plain_amount, plain_count, cut, shown, whole_number
 from ..registry import Format
 from ._stats import histogram_stats
 
@@ -111,14 +111,19 @@ def _duration_ms(value: Any, field: str) -> float:
 
     >>> _duration_ms("PT0.25S", "rtt"), _duration_ms("PT1M0.5S", "rtt")
     (250.0, 60500.0)
+    >>> try:
+    ...     _duration_ms("PT99999999999999999999S", "rtt")
+    ... except ParseError as error:
+    ...     print(error)
+    rtt: not an ISO 8601 duration: 'PT99999999999999999999S' (Python int too large to convert to C int)
     """
     if value.__class__ is str and (seconds := _SECONDS.fullmatch(value)):
         whole, fraction = seconds.groups()
         return (int(whole) * 1_000_000 + int((fraction or "").ljust(6, "0"))) / 1_000_000 * 1000.0
     try:
         return isodate.parse_duration(check(value, str, field)).total_seconds() * 1000.0
-    except (isodate.ISO8601Error, ValueError, AttributeError) as error:
-        raise ParseError(field, f"not an ISO 8601 duration: {value!r} ({error})") from None
+    except (isodate.ISO8601Error, ValueError, AttributeError, OverflowError) as error:  # Overflow: past timedelta's range
+        raise ParseError(field, f"not an ISO 8601 duration: {shown(value)} ({error})") from None
 
 
 def _throughput(result: dict, spec: dict, where: str) -> dict[str, Any]:
@@ -238,14 +243,14 @@ def _histogram(buckets: dict, where: str) -> dict[float, int]:
 
 def _ttls(counts: dict, where: str) -> list[int]:
     """The TTLs ``histogram-ttl`` saw packets arrive with."""
-    if all(ttl.isdigit() and plain_count(count) for ttl, count in counts.items()):
+    if all(ttl.isdecimal() and len(ttl) < 20 and plain_count(count) for ttl, count in counts.items()):
         return [int(ttl) for ttl, count in counts.items() if count]
     ttls = []
     for ttl, count in counts.items():
-        if not ttl.isdigit():
-            raise ParseError(join(where, ttl), "TTL is not a whole number")
+        if not ttl.isdigit():  # whole_number refuses what int() does: '²', over 4300 digits
+            raise ParseError(join(where, cut(ttl)), "TTL is not a whole number")
         if integer({ttl: count}, ttl, where):
-            ttls.append(int(ttl))
+            ttls.append(whole_number(ttl, join(where, cut(ttl))))
     return ttls
 
 
