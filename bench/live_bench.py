@@ -63,26 +63,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from bench.pipeline_bench import _accounted, _cpu_by_process, _summary
-    from tests.test_stack_integration import PORTS, _home
+    from bench.stack_env import bench_stack
 
     probe_history, probe_live, faults, live_start, live_end = _probe(args)
     print(f"probe: {len(probe_history)} history + {len(probe_live)} live messages; faults {faults}", flush=True)
     load = _load(args, live_start, live_end)
     print(f"load: {len(load)} live messages ({len(load) / (live_end - live_start):.0f}/s)", flush=True)
 
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
-    run_id = uuid.uuid4().hex[:8]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env["PATHWATCH_HOME"] = str(home)
-    env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"live-{run_id}.{role}"
-                for role in ("raw", "records", "anomalies", "deadletters")})
-
-    def cli(*argv: str) -> None:
-        subprocess.run([*CLI, *argv], env=env, cwd=REPO, check=True, timeout=1800)
+    home, env, cli = bench_stack("live")
 
     cli("stack", "up")
     try:

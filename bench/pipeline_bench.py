@@ -66,21 +66,9 @@ def main() -> None:
     parser.add_argument("--paced-rate", type=float, default=300.0, help="messages/s of the paced part")
     args = parser.parse_args()
 
-    from tests.test_stack_integration import PORTS, _home
+    from bench.stack_env import bench_stack
 
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
-    run_id = uuid.uuid4().hex[:8]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env["PATHWATCH_HOME"] = str(home)
-    env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"bench-{run_id}.{role}"
-                for role in ("raw", "records", "anomalies", "deadletters")})
-
-    def cli(*argv: str) -> None:
-        subprocess.run([*CLI, *argv], env=env, cwd=REPO, check=True, timeout=1800)
+    home, env, cli = bench_stack("bench")
 
     sim = home / "bench-sim" / f"{args.seed}-{args.hosts}h-{args.days}d"
     if not (sim / "raw.jsonl").exists():

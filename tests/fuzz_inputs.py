@@ -106,14 +106,15 @@ def _decoded(raw: bytes):
         return None
 
 
-def _paths(value, prefix=()):
+def paths_in(value, prefix=()):
+    """Every key path into a decoded JSON value (lists: their first four items)."""
     yield prefix
     if isinstance(value, dict):
         for key, child in value.items():
-            yield from _paths(child, prefix + (key,))
+            yield from paths_in(child, prefix + (key,))
     elif isinstance(value, list):
         for index, child in enumerate(value[:4]):
-            yield from _paths(child, prefix + (index,))
+            yield from paths_in(child, prefix + (index,))
 
 
 def _replace_at(document, path, new):
@@ -131,7 +132,7 @@ def _wrong_type(data: st.DataObject, raw: bytes) -> bytes:
     document = _decoded(raw)
     if not isinstance(document, (dict, list)):
         return raw
-    path = data.draw(st.sampled_from(list(_paths(document))))
+    path = data.draw(st.sampled_from(list(paths_in(document))))
     if path and data.draw(st.booleans()):
         parent = document
         for step in path[:-1]:
@@ -147,7 +148,7 @@ def _deep(data: st.DataObject, raw: bytes) -> bytes:
     document = _decoded(raw)
     if not isinstance(document, (dict, list)):
         return raw
-    path = data.draw(st.sampled_from(list(_paths(document))))
+    path = data.draw(st.sampled_from(list(paths_in(document))))
     depth = data.draw(st.sampled_from([63, 65, 300, 1100]))
     text = json.dumps(_replace_at(document, path, "\x00DEEP\x00"))
     nested = ("[" * depth + "]" * depth) if data.draw(st.booleans()) else ('{"a":' * depth + "1" + "}" * depth)

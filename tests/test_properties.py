@@ -14,6 +14,7 @@ from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import Item, read_items
 
 from .conftest import FIXTURES
+from .fuzz_inputs import MUTATIONS, paths_in
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl", ".txt"})
 JSON_FILES = [p for p in FIXTURE_FILES if p.read_bytes().lstrip()[:1] in (b"{", b"[")]
@@ -39,16 +40,6 @@ def _check(data: bytes) -> None:
             assert all(isinstance(record, RECORD_TYPES) for record in outcome.records)
 
 
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _paths(child, prefix + (key,))
-    elif isinstance(value, list):
-        for index, child in enumerate(value[:4]):
-            yield from _paths(child, prefix + (index,))
-
-
 def _mutate(document, path, action, leaf):
     if not path:
         return leaf
@@ -70,7 +61,7 @@ def _mutate(document, path, action, leaf):
 def test_mutated_json_inputs_never_crash(data):
     path_file: Path = data.draw(st.sampled_from(JSON_FILES))
     document = json.loads(path_file.read_text()) if path_file.suffix == ".json" else json.loads(path_file.read_text().splitlines()[0])
-    path = data.draw(st.sampled_from(list(_paths(document))))
+    path = data.draw(st.sampled_from(list(paths_in(document))))
     action = data.draw(st.sampled_from(["replace", "delete", "truncate"]))
     mutated = _mutate(document, path, action, data.draw(json_leaves))
     _check(json.dumps(mutated).encode())
@@ -87,21 +78,7 @@ def test_truncated_inputs_never_crash(data):
 @SETTINGS
 @given(data=st.data())
 def test_mutated_text_inputs_never_crash(data):
-    lines = data.draw(st.sampled_from(TEXT_FILES)).read_text().splitlines()
-    if lines:
-        index = data.draw(st.integers(0, len(lines) - 1))
-        action = data.draw(st.sampled_from(["drop", "replace", "garble", "duplicate"]))
-        if action == "drop":
-            del lines[index]
-        elif action == "duplicate":
-            lines.insert(index, lines[index])
-        elif action == "replace":
-            lines[index] = data.draw(st.text(max_size=40))
-        else:
-            line = lines[index]
-            at = data.draw(st.integers(0, len(line)))
-            lines[index] = line[:at] + data.draw(st.sampled_from(["-1", "nan", "*", "999999999999", "x", " ", "ms", "(", ":"])) + line[at:]
-    _check("\n".join(lines).encode())
+    _check(MUTATIONS["text_lines"](data, data.draw(st.sampled_from(TEXT_FILES)).read_bytes()))
 
 
 @SETTINGS
