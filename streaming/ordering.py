@@ -15,9 +15,12 @@ F + ``gap_share`` × G: 0.95 once G is the least of ``settled`` (8) intervals (a
 shows in them), 0.5 before (a scheduler slips far less than half an interval). And
 collection: a collector publishes a result when its test ends, so records reach the path in
 the order they were collected; once a record collected at C has arrived, any stream's result
-still to come is collected after about C − ``slack`` (300 s) and, as the stream's results come at most
-L after their start (its longest time from start to collection seen), started after
-C − ``slack`` − L. The path's own watermark is the earliest of its streams' bounds: its
+still to come is collected after about C − ``slack`` (300 s) and, as the stream's results come
+at most L after their start (its longest time from start to collection seen), started after
+C − ``slack`` − L. Collection times are trusted only while the newest one is within ``delay``
+of the path's newest record, and a stream's L only while it is within ``delay``: an archive
+fetched long after it was measured, or a collector's clock years ahead, leaves the schedule
+bounds alone. The path's own watermark is the earliest of its streams' bounds: its
 records up to it are judged at once, live, without waiting for the rest of the mesh (a
 10-minute latency window is judged when it arrives). No stream holds its path back more than
 ``delay`` behind the path's newest record, and while a path's records span less than ``delay``
@@ -39,6 +42,7 @@ first record after a test was scheduled more often (it teaches the stream its ne
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,8 +80,8 @@ class PathState:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle, states saved before the streams were tracked included (they start warming up)."""
-        self.__dict__.update({"frontiers": {}, "intervals": {}, "interval_counts": {}, "lags": {}, "first_time": None, "newest_time": None,
-                              "newest_collected": None, **state})
+        self.__dict__.update({"frontiers": {}, "intervals": {}, "interval_counts": {}, "lags": {},
+                              "first_time": None, "newest_time": None, "newest_collected": None, **state})
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the buffer: the detect job keeps that in its own list state."""
@@ -98,7 +102,8 @@ class PathState:
         if key[2] in self.pending_ids or key[2] in self.recent_ids:
             return DUPLICATE
         t = key[0]
-        self._learn(f"{record.get('kind')}/{record.get('tool') or record.get('format')}", t, record.get("collected_at"))
+        stream = f"{record.get('kind')}/{record.get('tool') or record.get('format')}"
+        self._learn(stream, t, record.get("collected_at"))
         if self.released_until is not None and t <= self.released_until:
             return LATE
         self.pending.append((key, obs))
@@ -155,11 +160,12 @@ class PathState:
         floor = self.newest_time - delay
         if floor < self.first_time:
             return floor
+        trusted = self.newest_collected is not None and self.newest_collected - self.newest_time <= delay
         bounds = []
         for stream, frontier in self.frontiers.items():
             share = gap_share[self.interval_counts.get(stream, 0) >= settled]
             bound = frontier + share * self.intervals.get(stream, 0.0)
-            if self.newest_collected is not None and stream in self.lags:
+            if trusted and self.lags.get(stream, math.inf) <= delay:
                 bound = max(bound, self.newest_collected - slack - self.lags[stream])
             bounds.append(max(bound, floor))
         return min(bounds)

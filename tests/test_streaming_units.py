@@ -284,3 +284,30 @@ def test_a_stream_that_stops_holds_its_path_back_no_more_than_the_delay():
     newest = base + 600 * 19
     assert state.ready_until(900.0) == newest - 900.0
     assert state.ready_until(2 * 3600.0) == base + 600 * 11 + 1 + 570   # the stopped stream: its last + 0.95 of its interval
+
+
+
+def test_a_collection_clock_years_ahead_is_not_trusted():
+    """One trace collected 'in 2099' (a collector's clock) must not stop the latency stream from
+    holding its path: its next windows, in order as ever, are analysed, not refused as late."""
+    state = PathState(PathMonitor("a", "b"))
+    base = 1704067200.0
+
+    def latency(i):
+        t = base + 60 * i
+        return {"kind": "latency", "tool": "owamp", "id": f"l{i}", "time": from_epoch(t), "collected_at": from_epoch(t + 62),
+                "one_way": True, "packets_sent": 600, "packets_lost": 0, "delay_min_ms": 10.0}
+
+    def trace(i, collected=None):
+        t = base + 300 * i + 5
+        return {"kind": "trace", "tool": "traceroute", "id": f"t{i}", "time": from_epoch(t),
+                "collected_at": collected or from_epoch(t + 10), "reached": True, "hops": []}
+
+    arrivals = [latency(i) for i in range(60)] + [trace(i) for i in range(12)]
+    arrivals.sort(key=lambda r: r["collected_at"])
+    arrivals.append(trace(12, collected="2099-01-01T00:00:00Z"))
+    later = sorted([latency(i) for i in range(60, 80)] + [trace(i) for i in range(13, 16)],
+                   key=lambda r: r["collected_at"])
+    for record in arrivals + later:
+        assert state.accept(record) == PENDING, record["id"]
+        state.release(state.ready_until(900.0))
