@@ -197,22 +197,18 @@ def _arrivals(seed: int, hosts: int, days: int) -> list[tuple[float, dict]]:
     return out
 
 
-def test_per_path_release_judges_records_as_soon_as_their_path_is_ready_and_equals_the_replay():
-    """Released per path at max(mesh watermark, the path's own ready time) after every record, as
-    they arrive: nothing is late, the anomalies equal the offline replay's, a latency window is
-    judged when it arrives, and every record sooner than the mesh watermark alone would judge it."""
-    import numpy as np
-
-    delay = 900.0
-    arrivals = _arrivals(seed=5101, hosts=4, days=3)
+def _release_per_path(arrivals: list[tuple[float, dict]], delay: float) -> tuple[list, float, dict[str, float]]:
+    """Records fed as they arrive, as the detect job feeds them: every one is buffered (none late or
+    repeated), its path released once ready, and every path the mesh watermark passed (the job's
+    timers); what remains is released up to the final watermark. Returns the anomaly states
+    emitted, that final watermark, and the arrival time at which each record was judged."""
     states: dict[tuple, PathState] = {}
-    emitted, arrived_at, judged_at = [], {}, {}
+    emitted, judged_at = [], {}
     newest = None
     for arrived, record in arrivals:
         key = (record["source"], record["destination"])
         state = states.setdefault(key, PathState(PathMonitor(*key)))
-        assert state.accept(record) == PENDING
-        arrived_at[record["id"]] = (arrived, record["kind"])
+        assert state.accept(record) == PENDING, record["id"]
         newest = epoch(record["time"]) if newest is None else max(newest, epoch(record["time"]))
         for other in states.values():     # this path when it is ready; any path the watermark passed (timers)
             until = max(newest - delay, other.ready_until(delay)) if other is state else newest - delay
@@ -222,8 +218,20 @@ def test_per_path_release_judges_records_as_soon_as_their_path_is_ready_and_equa
                 judged_at.update((rid, arrived) for rid in waiting - {entry[0][2] for entry in other.pending})
     for state in states.values():
         emitted += state.release(newest - delay)
+    return emitted, newest - delay, judged_at
+
+
+def test_per_path_release_judges_records_as_soon_as_their_path_is_ready_and_equals_the_replay():
+    """Released per path at max(mesh watermark, the path's own ready time) after every record, as
+    they arrive: nothing is late, the anomalies equal the offline replay's, a latency window is
+    judged when it arrives, and every record sooner than the mesh watermark alone would judge it."""
+    import numpy as np
+
+    delay = 900.0
+    arrivals = _arrivals(seed=5101, hosts=4, days=3)
+    emitted, until, judged_at = _release_per_path(arrivals, delay)
     final = {a.id: (a.kind, a.start, a.end) for a in states_to_emit(emitted)}
-    offline = replay([record for _, record in arrivals], until=newest - delay)
+    offline = replay([record for _, record in arrivals], until=until)
     assert final and final == {a.id: (a.kind, a.start, a.end) for a in offline.anomalies}
     # When the mesh watermark alone would judge each record: the first arrival that moves the
     # newest record time past the record's time plus the delay.
@@ -254,20 +262,8 @@ def test_mildly_disordered_arrivals_are_reordered_not_refused():
     delay = 900.0
     rng = random.Random(515)
     arrivals = sorted(_arrivals(seed=515, hosts=5, days=3), key=lambda item: (item[0] // 240, rng.random()))
-    states: dict[tuple, PathState] = {}
-    emitted, newest = [], None
-    for _, record in arrivals:
-        key = (record["source"], record["destination"])
-        state = states.setdefault(key, PathState(PathMonitor(*key)))
-        assert state.accept(record) == PENDING, record["id"]
-        newest = epoch(record["time"]) if newest is None else max(newest, epoch(record["time"]))
-        for other in states.values():
-            until = max(newest - delay, other.ready_until(delay)) if other is state else newest - delay
-            if other.due(until):
-                emitted += other.release(until)
-    for state in states.values():
-        emitted += state.release(newest - delay)
-    offline = replay([record for _, record in arrivals], until=newest - delay)
+    emitted, until, _ = _release_per_path(arrivals, delay)
+    offline = replay([record for _, record in arrivals], until=until)
     assert {a.id: (a.kind, a.end) for a in states_to_emit(emitted)} == {a.id: (a.kind, a.end) for a in offline.anomalies}
 
 
@@ -284,7 +280,6 @@ def test_a_stream_that_stops_holds_its_path_back_no_more_than_the_delay():
     newest = base + 600 * 19
     assert state.ready_until(900.0) == newest - 900.0
     assert state.ready_until(2 * 3600.0) == base + 600 * 11 + 1 + 570   # the stopped stream: its last + 0.95 of its interval
-
 
 
 def test_a_collection_clock_years_ahead_is_not_trusted():
