@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--load-latency-s", type=int, default=2, help="latency window of the load mesh's paths")
     args = parser.parse_args()
 
-    from bench.pipeline_bench import _accounted, _cpu_by_process, _summary
+    from bench.pipeline_bench import _accounted, _cpu_by_process, _summary, record_keys
     from bench.stack_env import bench_stack
 
     probe_history, probe_live, faults, live_start, live_end = _probe(args)
@@ -92,7 +92,7 @@ def main() -> None:
         wait_caught_up(settings, 3600, lambda lags: print(f"  unprocessed {lags}", flush=True), every_s=2.0)
 
         # (collected_at, message, its Kafka key, its records' keys if a probe's), in collection order
-        live = sorted([(line.collected_at, line.data, path_key(orjson.loads(line.data)), _record_keys(line.data))
+        live = sorted([(line.collected_at, line.data, path_key(orjson.loads(line.data)), record_keys(line.data))
                        for line in probe_live]
                       + [(collected, data, path_key(orjson.loads(data)), ()) for collected, data in load],
                       key=lambda item: item[0])
@@ -108,10 +108,10 @@ def main() -> None:
             while index < len(live):
                 now = time.time()
                 while index < len(live) and live[index][0] + shift <= now:
-                    _, data, kafka_key, record_keys = live[index]
+                    _, data, kafka_key, keys = live[index]
                     sent = time.time()
                     publisher.send(data, kafka_key)
-                    for key in record_keys:
+                    for key in keys:
                         published[key] = sent
                     index += 1
                 if now - reported >= 60:
@@ -218,15 +218,6 @@ def _load(args, live_start: int, live_end: int) -> list[tuple[int, bytes]]:
             envelope["source"], envelope["destination"] = f"load-{envelope['source']}", f"load-{envelope['destination']}"
             out.append((line.collected_at, orjson.dumps(envelope)))
     return out
-
-
-def _record_keys(data: bytes) -> list[tuple]:
-    """(source, destination, record time) of each record a raw message gives."""
-    from pathwatch.models.observe import epoch
-    from pathwatch.streaming.normalise import RECORD, Origin, normalise
-
-    return [(out.value["source"], out.value["destination"], epoch(out.value["time"]))
-            for out in normalise(data, Origin("bench", 0, 0), 0) if out.target == RECORD]
 
 
 class AnomalyReader(threading.Thread):

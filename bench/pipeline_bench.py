@@ -345,19 +345,24 @@ def _consume(bootstrap: str, topic: str, isolation: str = "read_uncommitted"):
 def _read_raw(settings) -> tuple[dict[tuple, float], float]:
     """Publish time of every raw message's records by (source, destination, record time), and the
     plain consume rate."""
-    from pathwatch.models.observe import epoch
-    from pathwatch.streaming.normalise import RECORD, Origin, normalise
-
     started = time.perf_counter()
     messages = list(_consume(settings.bootstrap, settings.topics["raw"]))
     rate = len(messages) / max(time.perf_counter() - started - 5.0, 1e-3)  # minus the idle wait at the end
     published: dict[tuple, float] = {}
     for message in messages:
-        for out in normalise(message.value(), Origin("bench", 0, 0), 0):
-            if out.target == RECORD:
-                key = (out.value["source"], out.value["destination"], epoch(out.value["time"]))
-                published.setdefault(key, message.timestamp()[1] / 1000)
+        for key in record_keys(message.value()):
+            published.setdefault(key, message.timestamp()[1] / 1000)
     return published, rate
+
+
+def record_keys(data: bytes) -> list[tuple]:
+    """(source, destination, record time) of each record a raw message gives: what an anomaly's
+    path and detection time name when that record raised it."""
+    from pathwatch.models.observe import epoch
+    from pathwatch.streaming.normalise import RECORD, Origin, normalise
+
+    return [(out.value["source"], out.value["destination"], epoch(out.value["time"]))
+            for out in normalise(data, Origin("bench", 0, 0), 0) if out.target == RECORD]
 
 
 def _latencies(settings, published: dict[tuple, float], paced_started: float) -> tuple[list[float], list[float]]:
