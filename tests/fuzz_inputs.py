@@ -106,15 +106,15 @@ def _decoded(raw: bytes):
         return None
 
 
-def paths_in(value, prefix=()):
-    """Every key path into a decoded JSON value (lists: their first four items)."""
+def paths_in(value, prefix=(), list_items: int = 4):
+    """Every key path into a decoded JSON value (lists: their first ``list_items`` items)."""
     yield prefix
     if isinstance(value, dict):
         for key, child in value.items():
-            yield from paths_in(child, prefix + (key,))
+            yield from paths_in(child, prefix + (key,), list_items)
     elif isinstance(value, list):
-        for index, child in enumerate(value[:4]):
-            yield from paths_in(child, prefix + (index,))
+        for index, child in enumerate(value[:list_items]):
+            yield from paths_in(child, prefix + (index,), list_items)
 
 
 def _replace_at(document, path, new):

@@ -38,6 +38,7 @@ from pathwatch.streaming.normalise import DEAD, Origin, normalise
 from bench.parse_bench import validated_normalise  # the reference: models, dumped (also what the bench times)
 
 from .conftest import FIXTURES
+from .fuzz_inputs import paths_in
 from .test_cli import run
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl", ".txt"})
@@ -189,15 +190,9 @@ strings = st.one_of(
 )
 
 
-def _leaves(value, prefix=()):
+def _leaves(value):
     """Paths to every value in a JSON document (lists: their first 6 elements)."""
-    yield prefix
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _leaves(child, prefix + (key,))
-    elif isinstance(value, list):
-        for index, child in enumerate(value[:6]):
-            yield from _leaves(child, prefix + (index,))
+    return paths_in(value, list_items=6)
 
 
 def _vary(draw, document: dict) -> dict:
