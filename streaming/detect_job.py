@@ -214,6 +214,7 @@ def build(settings, config_path: str | None = None):
     from pyflink.common.serialization import SimpleStringSchema
     from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
 
+    from pathwatch.streaming import chained
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import keyed_raw_sink
 
@@ -243,11 +244,12 @@ def build(settings, config_path: str | None = None):
     detected = (stream.key_by(_path_of, key_type=Types.STRING())
                 .process(detect, output_type=rows).name("detect").uid("detect"))
     # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
-    grouped = (detected.filter(lambda row: row[0] != "dead")
-               .key_by(lambda row: "incidents", key_type=Types.STRING())
+    # Row functions from an importable module: see streaming/chained.py for why.
+    grouped = (detected.filter(chained.not_dead)
+               .key_by(chained.incidents_key, key_type=Types.STRING())
                .process(_incidents_function(config_path)(), output_type=rows).name("incidents").uid("incidents")
                .set_parallelism(1))
-    tables.create_temporary_view("detected", tables.from_data_stream(detected.filter(lambda row: row[0] == "dead")
+    tables.create_temporary_view("detected", tables.from_data_stream(detected.filter(chained.is_dead)
                                                                      .union(grouped)))
     statements = tables.create_statement_set()
     statements.add_insert_sql("INSERT INTO anomalies_out SELECT k, v, CAST(NULL AS TIMESTAMP_LTZ(3)) "
