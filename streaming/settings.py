@@ -9,7 +9,7 @@ line and nothing is read at import time.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,6 +26,9 @@ class PipelineSettings:
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
     ordering_slack_s: float = 300.0            # see streaming/ordering.py (per-path release)
+    # The Java Kafka client's security settings (SASL/TLS, see pathwatch.stack.kafka_security),
+    # given to every Kafka table and source of the jobs as ``properties.*``; empty for PLAINTEXT.
+    kafka_properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def checkpoints(self) -> Path:
@@ -51,6 +54,7 @@ def from_stack(config=None) -> PipelineSettings:
     from pathwatch import stack
     from pathwatch.stack.config import resolve
     from pathwatch.stack.kafka import topic_names
+    from pathwatch.stack.kafka_security import java_properties
 
     config = config or resolve()
     current = stack.status(config)
@@ -59,7 +63,7 @@ def from_stack(config=None) -> PipelineSettings:
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
         store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
-        ordering_slack_s=config.pipeline_ordering_slack_s,
+        ordering_slack_s=config.pipeline_ordering_slack_s, kafka_properties=java_properties(config),
         flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
 
 
