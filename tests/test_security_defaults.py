@@ -384,3 +384,95 @@ def test_security_md_lists_every_component_and_only_real_settings():
                if name not in source and name.removeprefix("PATHWATCH_").lower() not in fields and name != "PATHWATCH_"}
     assert not unknown, f"SECURITY.md names environment variables nothing reads: {unknown}"
     assert env_name("kafka_security_protocol") in environment
+
+
+# --- the stack test's readers (tests/stack/exposure.py), on processes of our own ----------------
+
+@pytest.fixture
+def servers(tmp_path):
+    """Two HTTP servers started here: one on 127.0.0.1, one on every address (0.0.0.0)."""
+    import subprocess
+    import time
+
+    from tests.stack import exposure
+
+    started = {}
+    for bind in ("127.0.0.1", "0.0.0.0"):
+        port = _free_port()
+        started[bind] = (subprocess.Popen([sys.executable, "-m", "http.server", "--bind", bind, str(port)],
+                                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True), port)
+    deadline = time.monotonic() + 20
+    while {port for _, port in started.values()} - {port for port in
+                                                   (p for _, p in exposure.listening_sockets().values())}:
+        assert time.monotonic() < deadline, "the test's HTTP servers did not start listening"
+        time.sleep(0.05)
+    yield started
+    for process, _ in started.values():
+        process.kill()
+        process.wait()
+
+
+def test_the_listener_reader_tells_loopback_from_every_address(servers):
+    from tests.stack import exposure
+
+    pids = {process.pid for process, _ in servers.values()}
+    found = {listener.port: listener for listener in exposure.listeners(exposure.family(pids))}
+    assert found[servers["127.0.0.1"][1]].loopback is True
+    wildcard = found[servers["0.0.0.0"][1]]
+    assert (wildcard.address, wildcard.loopback) == ("0.0.0.0", False)
+    assert wildcard.pid == servers["0.0.0.0"][0].pid and "http.server" in wildcard.command
+
+
+def test_the_family_of_a_process_takes_in_its_children(tmp_path):
+    import subprocess
+    import time
+
+    from tests.stack import exposure
+
+    port = _free_port()
+    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -m http.server --bind 0.0.0.0 {port} & wait"],
+                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not [listener for listener in exposure.listeners(exposure.family({shell.pid})) if listener.port == port]:
+            assert time.monotonic() < deadline, "the child's socket was not found from the shell's pid"
+            time.sleep(0.05)
+        assert exposure.family(set(), {shell.pid}) >= exposure.family({shell.pid})   # its group: the same
+    finally:
+        os.killpg(shell.pid, 9)
+        shell.wait()
+
+
+def test_the_secret_readers_find_a_secret_in_a_command_line_and_a_log(tmp_path):
+    import subprocess
+
+    from tests.stack import exposure
+
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "db").write_text("s3cret-on-purpose-0123\n")
+    (tmp_path / "secrets" / "short").write_text("abc\n")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "x.log").write_text("connecting to postgresql://u:s3cret-on-purpose-0123@h/d\n")
+    (tmp_path / "logs" / "clean.log").write_text("nothing here\n")
+    secrets = exposure.read_secrets(tmp_path)
+    assert set(secrets) == {"db"}
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "s3cret-on-purpose-0123"])
+    try:
+        assert (sleeper.pid, "db", sys.executable) in exposure.command_lines_with(secrets)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert exposure.files_with(tmp_path / "logs", secrets) == [(str(tmp_path / "logs" / "x.log"), "db")]
+
+
+def test_the_pid_readers_take_live_records_of_run_and_jobs_only(tmp_path):
+    from pathwatch.stack import jobs
+    from tests.stack import exposure
+
+    procs.write_record(tmp_path / "run" / "gone.pid", procs.ProcessRecord(pid=2**22 + 7, pgid=1, started=1))
+    procs.write_record(tmp_path / "run" / "me.pid", procs.record_of(os.getpid()))
+    with jobs.registered("probe", home=tmp_path):
+        assert exposure.recorded_pids(tmp_path) == {os.getpid()}
+    assert (tmp_path / "run" / "gone.pid").exists()   # read only: nothing removed
