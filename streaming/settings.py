@@ -41,11 +41,19 @@ class PipelineSettings:
     def jdbc(self) -> dict[str, str]:
         """JDBC URL, user and password of the database (``stringtype=unspecified`` lets text fill
         timestamptz, uuid and jsonb columns; ``reWriteBatchedInserts`` sends each flushed batch
-        of upserts as multi-row statements instead of one round trip per row)."""
+        of upserts as multi-row statements instead of one round trip per row). The DSN's own
+        parameters follow, so ``?sslmode=verify-full&sslrootcert=/ca.pem`` holds for the jobs too.
+
+        >>> PipelineSettings("/h", "k", {}, "postgresql://u:p@db:5432/pw?sslmode=verify-full&sslrootcert=/ca.pem",
+        ...                  1, 1, 1).jdbc()["url"].split("?")[1]
+        'stringtype=unspecified&reWriteBatchedInserts=true&sslmode=verify-full&sslrootcert=/ca.pem'
+        """
         from urllib.parse import unquote
 
         parts = urlsplit(self.database_url)
         url = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}?stringtype=unspecified&reWriteBatchedInserts=true"
+        if parts.query:
+            url += "&" + parts.query
         return {"url": url, "username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
 
 
