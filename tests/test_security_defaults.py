@@ -460,7 +460,12 @@ def test_the_secret_readers_find_a_secret_in_a_command_line_and_a_log(tmp_path):
     assert set(secrets) == {"db"}
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "s3cret-on-purpose-0123"])
     try:
-        assert (sleeper.pid, "db", sys.executable) in exposure.command_lines_with(secrets)
+        import time
+
+        deadline = time.monotonic() + 20   # until the child has exec'd its command line
+        while (sleeper.pid, "db", sys.executable) not in exposure.command_lines_with(secrets):
+            assert time.monotonic() < deadline, "the secret on the child's command line was not found"
+            time.sleep(0.05)
     finally:
         sleeper.kill()
         sleeper.wait()
