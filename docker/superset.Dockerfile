@@ -6,4 +6,5 @@ USER root
 RUN . /app/.venv/bin/activate && uv pip install --no-cache psycopg2-binary==2.9.13
 COPY docker/superset-start.sh /app/pathwatch/superset-start.sh
 COPY pathwatch/stack/assets/superset/superset_config.py /app/pathwatch/superset_config.py
+COPY pathwatch/stack/assets/superset/set_admin.py /app/pathwatch/set_admin.py
 USER superset

@@ -99,11 +99,14 @@ class RawPublisher:
     it sent with what the broker took.
     """
 
-    def __init__(self, bootstrap: str, topic: str, settings: dict[str, Any] | None = None):
+    def __init__(self, bootstrap: str, topic: str, settings: dict[str, Any] | None = None, config=None):
         from confluent_kafka import Producer
 
+        from pathwatch.stack.kafka_security import client_config
+
         self.topic = topic
-        self.producer = Producer({**KAFKA_DEFAULTS, **(settings or {}), "bootstrap.servers": bootstrap})
+        # Security settings (SASL/TLS) from ``config``, else the stack configuration in force.
+        self.producer = Producer(client_config(bootstrap, config, **{**KAFKA_DEFAULTS, **(settings or {})}))
         self.sent = self.delivered = self.failed = 0
         self.errors: list[str] = []
 

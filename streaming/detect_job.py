@@ -226,7 +226,10 @@ def build(settings, config_path: str | None = None):
               .set_group_id("pathwatch-detect")
               .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST))
               .set_value_only_deserializer(SimpleStringSchema())
-              .set_property("isolation.level", "read_committed").build())
+              .set_property("isolation.level", "read_committed"))
+    for key, value in settings.kafka_properties.items():   # SASL/TLS for a remote Kafka
+        source = source.set_property(key, value)
+    source = source.build()
     watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
                   # Long on purpose: a short idleness lets one partition's watermark run ahead when a
                   # stream resumes, firing false silences. A partition that never gets data (fewer

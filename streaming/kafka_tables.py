@@ -13,8 +13,12 @@ def _quote(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def kafka_options(topic: str, bootstrap: str, group: str | None = None, **extra: str) -> str:
+def kafka_options(topic: str, bootstrap: str, group: str | None = None, security: dict[str, str] | None = None,
+                  **extra: str) -> str:
+    """The WITH options of a Kafka table; ``security`` are the Java client's SASL/TLS settings
+    (PipelineSettings.kafka_properties), each given as ``properties.<name>``."""
     options = {"connector": "kafka", "topic": topic, "properties.bootstrap.servers": bootstrap}
+    options.update({f"properties.{key}": value for key, value in (security or {}).items()})
     if group is not None:
         options.update({"properties.group.id": group, "scan.startup.mode": "group-offsets",
                         "properties.auto.offset.reset": "earliest",
@@ -32,7 +36,7 @@ def keyed_raw_sink(name: str, topic: str, settings: PipelineSettings, transactio
                      "properties.transaction.timeout.ms": "600000"}
     return f"""CREATE TABLE {name} (
   k STRING, v STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'
-) WITH ({kafka_options(topic, settings.bootstrap, None, **{
+) WITH ({kafka_options(topic, settings.bootstrap, None, settings.kafka_properties, **{
         "key.format": "raw", "key.fields": "k", "value.format": "raw", "value.fields-include": "EXCEPT_KEY",
         "properties.max.request.size": str(8 * 2**20), **guarantee})})"""
 

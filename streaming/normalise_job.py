@@ -46,7 +46,7 @@ def build(settings):
       body BYTES,
       part INT METADATA FROM 'partition' VIRTUAL,
       off BIGINT METADATA FROM 'offset' VIRTUAL
-    ) WITH ({kafka_options(raw, settings.bootstrap, 'pathwatch-normalise', format='raw')})""")
+    ) WITH ({kafka_options(raw, settings.bootstrap, 'pathwatch-normalise', settings.kafka_properties, format='raw')})""")
     tables.execute_sql(keyed_raw_sink("records_out", settings.topics["records"], settings, "pathwatch-normalise-records"))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings,
                                       "pathwatch-normalise-deadletters"))

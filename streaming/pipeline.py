@@ -201,7 +201,7 @@ def _prune_savepoints(folder: Path, keep: int = 2) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def consumer_lag(bootstrap: str, group: str, topic: str) -> int:
+def consumer_lag(bootstrap: str, group: str, topic: str, config=None) -> int:
     """Messages in ``topic`` that ``group`` has not committed yet (all of them before its first commit).
 
     Offsets also count transaction markers (the normalise job writes transactionally), so a
@@ -210,8 +210,10 @@ def consumer_lag(bootstrap: str, group: str, topic: str) -> int:
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "isolation.level": "read_committed"})
+    from pathwatch.stack.kafka_security import client_config
+
+    consumer = Consumer(client_config(bootstrap, config, **{"group.id": group, "enable.auto.commit": False,
+                                                            "isolation.level": "read_committed"}))
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = [TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
@@ -240,9 +242,12 @@ def _only_markers(consumer, topic: str, partition: int, start: int, high: int) -
 
 def job_lag(settings: PipelineSettings, name: str) -> int | None:
     """Messages job ``name`` has not processed (committed) yet over the topics it reads; None if unknown."""
+    from pathwatch.stack.config import resolve
+
     group, roles = GROUPS[name]
     try:
-        return sum(consumer_lag(settings.bootstrap, group, settings.topics[role]) for role in roles)
+        config = resolve(home=settings.home)
+        return sum(consumer_lag(settings.bootstrap, group, settings.topics[role], config) for role in roles)
     except Exception:  # Kafka down: the lag is unknown, the rest of the status is still useful
         return None
 

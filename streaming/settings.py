@@ -9,7 +9,7 @@ line and nothing is read at import time.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,6 +26,9 @@ class PipelineSettings:
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
     ordering_slack_s: float = 300.0            # see streaming/ordering.py (per-path release)
+    # The Java Kafka client's security settings (SASL/TLS, see pathwatch.stack.kafka_security),
+    # given to every Kafka table and source of the jobs as ``properties.*``; empty for PLAINTEXT.
+    kafka_properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def checkpoints(self) -> Path:
@@ -38,11 +41,19 @@ class PipelineSettings:
     def jdbc(self) -> dict[str, str]:
         """JDBC URL, user and password of the database (``stringtype=unspecified`` lets text fill
         timestamptz, uuid and jsonb columns; ``reWriteBatchedInserts`` sends each flushed batch
-        of upserts as multi-row statements instead of one round trip per row)."""
+        of upserts as multi-row statements instead of one round trip per row). The DSN's own
+        parameters follow, so ``?sslmode=verify-full&sslrootcert=/ca.pem`` holds for the jobs too.
+
+        >>> PipelineSettings("/h", "k", {}, "postgresql://u:p@db:5432/pw?sslmode=verify-full&sslrootcert=/ca.pem",
+        ...                  1, 1, 1).jdbc()["url"].split("?")[1]
+        'stringtype=unspecified&reWriteBatchedInserts=true&sslmode=verify-full&sslrootcert=/ca.pem'
+        """
         from urllib.parse import unquote
 
         parts = urlsplit(self.database_url)
         url = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}?stringtype=unspecified&reWriteBatchedInserts=true"
+        if parts.query:
+            url += "&" + parts.query
         return {"url": url, "username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
 
 
@@ -51,6 +62,7 @@ def from_stack(config=None) -> PipelineSettings:
     from pathwatch import stack
     from pathwatch.stack.config import resolve
     from pathwatch.stack.kafka import topic_names
+    from pathwatch.stack.kafka_security import java_properties
 
     config = config or resolve()
     current = stack.status(config)
@@ -59,7 +71,7 @@ def from_stack(config=None) -> PipelineSettings:
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
         store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
-        ordering_slack_s=config.pipeline_ordering_slack_s,
+        ordering_slack_s=config.pipeline_ordering_slack_s, kafka_properties=java_properties(config),
         flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
 
 

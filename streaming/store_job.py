@@ -127,13 +127,16 @@ def build(settings):
     tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS},
       ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
       proc AS PROCTIME()
-    ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+                       **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE anomalies_json ({ANOMALY_FIELDS}
-    ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+                       **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE deadletters_json (
       `id` STRING, stage STRING, reason STRING, field STRING, `format` STRING, topic STRING,
       kafka_partition INT, kafka_offset BIGINT, received_at STRING, input STRING, input_encoding STRING
-    ) WITH ({kafka_options(settings.topics['deadletters'], settings.bootstrap, 'pathwatch-store', **json_options)})""")
+    ) WITH ({kafka_options(settings.topics['deadletters'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+                       **json_options)})""")
     for name, (table, columns, key) in SINKS.items():
         tables.execute_sql(jdbc_sink(name, table, columns, key, settings))
     for name, table in (("hourly_sink", "path_hourly"), ("daily_sink", "path_daily")):

@@ -29,7 +29,7 @@ def catch_up(config, idle_exit_s: float = 10.0, policy_file=None) -> int:
     # One consumer group per RT database (its token is made with it): a fresh RT reads the topic
     # from the start instead of inheriting offsets committed for tickets it does not have.
     group = "pathwatch-tickets-demo-" + hashlib.sha256(token.encode()).hexdigest()[:12]
-    return replay(handler, Kafka(config).bootstrap, topic_names(config), group, idle_exit_s)
+    return replay(handler, Kafka(config).bootstrap, topic_names(config), group, idle_exit_s, config)
 
 
 def show(config, console: Console) -> None:

@@ -127,7 +127,7 @@ def run(home: Home = None, config_file: ConfigFile = None, policy_file: PolicyFi
 
     with jobs.registered("tickets", home=config.home, kind="tickets", group=group,
                          via="alertmanager" if via_alertmanager else backend):   # listed by `stack status`
-        count = consume(handler, Kafka(config).bootstrap, topic_names(config), group, stopping, until_idle)
+        count = consume(handler, Kafka(config).bootstrap, topic_names(config), group, stopping, until_idle, config)
     logging.info("tickets: %d message(s) handled", count)
 
 

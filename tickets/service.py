@@ -185,12 +185,15 @@ class TicketTable:
             raise
 
 
-def _anomalies_consumer(bootstrap: str, topics: dict[str, str], group: str):
+def _anomalies_consumer(bootstrap: str, topics: dict[str, str], group: str, config=None):
     """A consumer of the anomalies topic that commits only what was applied (read-committed)."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    from pathwatch.stack.kafka_security import client_config
+
+    consumer = Consumer(client_config(bootstrap, config, **{"group.id": group, "enable.auto.commit": False,
+                                                            "auto.offset.reset": "earliest",
+                                                            "isolation.level": "read_committed"}))
     consumer.subscribe([topics["anomalies"]])
     return consumer
 
@@ -206,7 +209,7 @@ def _deliver(producer, topics: dict[str, str], letters: list[dict[str, Any]]) ->
 
 
 def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
-            stopping: threading.Event, idle_exit_s: float | None = None) -> int:
+            stopping: threading.Event, idle_exit_s: float | None = None, config=None) -> int:
     """The Kafka loop: read the anomalies topic, handle each message, then commit its offset.
 
     Dead letters are produced (and flushed) before the offset is committed. Returns the number
@@ -215,11 +218,13 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
     """
     from confluent_kafka import KafkaException, Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    from pathwatch.stack.kafka_security import client_config
+
+    producer = Producer(client_config(bootstrap, config, **{"enable.idempotence": True}))
     pending: list[dict] = []
     handler.dead_letters = pending.append
     handler.stopping = stopping
-    consumer = _anomalies_consumer(bootstrap, topics, group)
+    consumer = _anomalies_consumer(bootstrap, topics, group, config)
     handled, idle_since = 0, time.monotonic()
     try:
         while not stopping.is_set():
@@ -263,7 +268,8 @@ def event_time(body: bytes | None) -> float:
         return 0.0
 
 
-def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str, idle_exit_s: float = 10.0) -> int:
+def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str, idle_exit_s: float = 10.0,
+           config=None) -> int:
     """Catch up on history: read everything ``group`` has not committed, apply it in event-time
     order across partitions (the topic keeps order only within a partition, and a replay of
     weeks interleaves them far apart), then commit. For a topic that already holds history,
@@ -271,7 +277,9 @@ def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
     """
     from confluent_kafka import KafkaException, Producer, TopicPartition
 
-    consumer = _anomalies_consumer(bootstrap, topics, group)
+    from pathwatch.stack.kafka_security import client_config
+
+    consumer = _anomalies_consumer(bootstrap, topics, group, config)
     read: list[tuple[float, int, int, str, bytes | None]] = []
     idle_since = time.monotonic()
     try:
@@ -290,7 +298,7 @@ def replay(handler: Handler, bootstrap: str, topics: dict[str, str], group: str,
         for _, partition, offset, topic, value in sorted(read, key=lambda item: item[:3]):
             handler.handle(value, topic, partition, offset)
         if letters:
-            _deliver(Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True}), topics, letters)
+            _deliver(Producer(client_config(bootstrap, config, **{"enable.idempotence": True})), topics, letters)
         ends: dict[tuple[str, int], int] = {}
         for _, partition, offset, topic, _ in read:
             ends[(topic, partition)] = max(ends.get((topic, partition), -1), offset + 1)

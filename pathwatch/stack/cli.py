@@ -207,7 +207,7 @@ def _tail(handle, count: int) -> list[str]:
 @app.command()
 def init(home: Home = None, config_file: ConfigFile = None,
          bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: the stack's).")] = None,
-         database_admin_url: Annotated[Optional[str], typer.Option(help="A superuser DSN of the TimescaleDB to set up (default: the local stack's).")] = None,
+         database_admin_url: Annotated[Optional[str], typer.Option(envvar="PATHWATCH_DATABASE_ADMIN_URL", show_envvar=True, help="A superuser DSN of the TimescaleDB to set up (default: the local stack's); it holds a password, so prefer the environment variable to the option (a command line is visible in ps).")] = None,
          skip_database: Annotated[bool, typer.Option("--skip-database", help="Only create the topics.")] = False) -> None:
     """Create pathwatch's Kafka topics and the database, roles and extension (idempotent).
 
@@ -223,13 +223,14 @@ def init(home: Home = None, config_file: ConfigFile = None,
     err = _console(stderr=True)
     servers = bootstrap or kafka.Kafka(config).bootstrap
     try:
-        created = kafka.create_topics(servers, kafka.topics(config))
+        created = kafka.create_topics(servers, kafka.topics(config), config=config)
         err.print(f"kafka {servers}: created {', '.join(created) or 'nothing (all topics exist)'}", markup=False)
         if not skip_database:
             database = TimescaleDB(config)
             if database.external and database_admin_url is None:
                 raise StackError("timescaledb: PATHWATCH_DATABASE_URL names an existing database; "
-                                 "give --database-admin-url to set it up, or --skip-database")
+                                 "set PATHWATCH_DATABASE_ADMIN_URL (or give --database-admin-url) to set it up, "
+                                 "or --skip-database")
             database.bootstrap(database_admin_url)
             err.print(f"timescaledb: database {config.database_name}, roles {config.database_user} and "
                       f"{config.database_readonly_user}, extension timescaledb: in place", markup=False)

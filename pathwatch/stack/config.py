@@ -37,6 +37,14 @@ class StackConfig:
     kafka_heap: str = "512m"
     # An existing Kafka instead of the local broker: its bootstrap servers.
     kafka_bootstrap: str | None = None
+    # How every Kafka client of pathwatch reaches a remote Kafka (see pathwatch.stack.kafka_security
+    # and SECURITY.md): PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL; the SASL mechanism
+    # (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and user (the password only in
+    # $PATHWATCH_KAFKA_SASL_PASSWORD); the CA certificate (PEM file) that signed the brokers'.
+    kafka_security_protocol: str | None = None
+    kafka_sasl_mechanism: str | None = None
+    kafka_sasl_username: str | None = None
+    kafka_ssl_ca_location: str | None = None
     # PostgreSQL 17 + TimescaleDB (local, from a Debian 13 root).
     postgres_port: int = 15433
     database_name: str = "pathwatch"
@@ -52,6 +60,9 @@ class StackConfig:
     superset_admin: str = "pathwatch-admin"
     superset_workers: int = 2
     superset_threads: int = 4
+    # 1 when Superset is reached through a reverse proxy that terminates TLS: trust its
+    # X-Forwarded-* headers and send the session cookie over HTTPS only (SECURITY.md).
+    superset_behind_tls_proxy: int = 0
     # Flink standalone session cluster (the distribution PyFlink ships): REST API and web UI
     # port, JobManager RPC port, the TaskManager's slots and both processes' memory; or an
     # existing cluster's REST address (HOST:PORT) that the pipeline submits its jobs to.

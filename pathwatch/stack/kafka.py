@@ -125,7 +125,9 @@ class Kafka(Component):
     def _admin(self):
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 2000})
+        from pathwatch.stack.kafka_security import client_config
+
+        return AdminClient(client_config(self.bootstrap, self.config, **{"socket.timeout.ms": 2000}))
 
     def ready(self) -> bool:
         if not self.external and not procs.port_open(self.config.kafka_port):
@@ -138,7 +140,7 @@ class Kafka(Component):
 
     def after_ready(self, step: Step) -> None:
         step("creating topics")
-        create_topics(self.bootstrap, topics(self.config))
+        create_topics(self.bootstrap, topics(self.config), config=self.config)
 
     def data_paths(self) -> list[Path]:
         return [self.paths.kafka_data, self.paths.kafka / "cluster-id"]
@@ -159,11 +161,14 @@ class Kafka(Component):
         return ComponentStatus(self.name, state, self.bootstrap, record.pid, info, error)
 
 
-def create_topics(bootstrap: str, wanted: dict[str, dict], timeout: float = 30) -> list[str]:
-    """Create the topics of ``wanted`` that do not exist yet; returns those created."""
+def create_topics(bootstrap: str, wanted: dict[str, dict], timeout: float = 30, config=None) -> list[str]:
+    """Create the topics of ``wanted`` that do not exist yet; returns those created (security
+    settings from ``config``, else the configuration in force)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from pathwatch.stack.kafka_security import client_config
+
+    admin = AdminClient(client_config(bootstrap, config))
     existing = set(admin.list_topics(timeout=10).topics)
     missing = [name for name in wanted if name not in existing]
     if missing:

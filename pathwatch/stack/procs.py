@@ -251,16 +251,20 @@ def output_tail(log_file: Path, offset: int, lines: int = 8) -> list[str]:
 
 
 def run_logged(component: str, what: str, argv: Sequence[str], log_file: Path,
-               env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = 1800) -> None:
+               env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = 1800,
+               stdin_text: str | None = None) -> None:
     """Run one install or set-up step to completion, output appended to ``log_file``.
 
-    Raises ProcessError("COMPONENT: WHAT failed (exit N), see LOG", then the step's last output
-    lines) when it fails, so a CI log shows why without the log file.
+    ``stdin_text`` is what the step reads on its standard input (a secret goes there, never on
+    ``argv``, which the log's heading line and ``ps`` show). Raises ProcessError("COMPONENT:
+    WHAT failed (exit N), see LOG", then the step's last output lines) when it fails, so a CI
+    log shows why without the log file.
     """
     with _log(log_file, what, argv) as log:
         started_at = log.tell()
+        feed = {"stdin": subprocess.DEVNULL} if stdin_text is None else {"input": stdin_text.encode()}
         try:
-            result = subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            result = subprocess.run(list(argv), stdout=log, stderr=subprocess.STDOUT, **feed,
                                     env=dict(env) if env is not None else None, cwd=cwd, timeout=timeout)
         except FileNotFoundError:
             raise ProcessError(f"{component}: {what} failed: {argv[0]} is not installed") from None

@@ -2,6 +2,8 @@
 
 The admin's password is $PATHWATCH_SUPERSET_PASSWORD, else generated once; the Flask
 SECRET_KEY is generated once; both stay in the state directory's ``secrets/`` (mode 600).
+The admin is made (or its password set) by assets/superset/set_admin.py, which reads the
+password on stdin: it is never on a command line.
 The configuration file is the one docker-compose.yml uses too
 (assets/superset/superset_config.py): it takes secrets and paths from the environment.
 Once it answers, the dashboards bundle (dashboards/bundle/) is imported: the TimescaleDB of the
@@ -48,6 +50,7 @@ class Superset(Component):
                 "SUPERSET_SECRET_KEY": secret(self.paths.secrets, "superset-secret-key", nbytes=42),
                 "SUPERSET_METADATA_URI": f"sqlite:///{self.paths.superset_data / 'superset.db'}",
                 "SUPERSET_HOME": str(self.paths.superset_data), "FLASK_APP": "superset.app:create_app()",
+                "SUPERSET_BEHIND_TLS_PROXY": "1" if self.config.superset_behind_tls_proxy else "0",
                 "PYTHONUNBUFFERED": "1"}
 
     # --- install -------------------------------------------------------------------------------
@@ -70,6 +73,14 @@ class Superset(Component):
     def _superset(self, what: str, *args: str) -> None:
         procs.run_logged(self.name, what, [self._bin("superset"), *args], self.log_file, env=self._env())
 
+    def admin_command(self) -> list[str]:
+        """The command that creates the admin or sets its password; it reads the password on stdin."""
+        return [self._bin("python"), str(asset("superset", "set_admin.py")), self.config.superset_admin]
+
+    def _set_admin(self, what: str) -> None:
+        procs.run_logged(self.name, what, self.admin_command(), self.log_file, env=self._env(),
+                         stdin_text=self.password + "\n")
+
     def _initialise(self, step: Step) -> None:
         """Metadata schema, roles and the admin (once per metadata database); the admin's password kept in step."""
         admin = self.config.superset_admin
@@ -77,17 +88,14 @@ class Superset(Component):
             step("superset db upgrade")
             self._superset("superset db upgrade", "db", "upgrade")
             step("creating the admin")
-            self._superset("creating the admin", "fab", "create-admin", "--username", admin,
-                           "--firstname", "pathwatch", "--lastname", "admin", "--email", f"{admin}@localhost",
-                           "--password", self.password)
+            self._set_admin("creating the admin")
             step("superset init")
             self._superset("superset init", "init")
             self.stamp("metadata", admin)
             self.stamp("admin-password", self.password)
         elif not self.stamped("admin-password", self.password):
             step("setting the admin's password")
-            self._superset("resetting the admin's password", "fab", "reset-password", "--username", admin,
-                           "--password", self.password)
+            self._set_admin("setting the admin's password")
             self.stamp("admin-password", self.password)
 
     # --- run -----------------------------------------------------------------------------------
