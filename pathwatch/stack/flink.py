@@ -4,7 +4,9 @@ The ``apache-flink`` wheel carries Flink's whole distribution (``pyflink/bin``, 
 ``conf``). ``stack up`` fetches the connector jars (Kafka, JDBC + PostgreSQL driver) with Maven,
 writes the cluster's configuration to ``<home>/flink/conf/config.yaml`` and starts one
 JobManager and one TaskManager (``bin/jobmanager.sh`` / ``taskmanager.sh start-foreground``,
-each a process of the stack with its pid file and log). Everything binds 127.0.0.1: the REST
+each a process of the stack with its pid file and log; the TaskManager under a supervisor that
+starts it again when it stops itself on a failure, see :mod:`pathwatch.stack.supervise`).
+Everything binds 127.0.0.1: the REST
 API and web UI on ``flink.ui_port``, the JobManager's RPC on ``flink.rpc_port``, the rest on
 free ports. Python code of the jobs runs inside the TaskManager (thread mode), with this
 environment's interpreter. With ``flink.address`` set, an existing cluster is used instead
@@ -29,7 +31,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pathwatch.stack import procs
+from pathwatch.stack import procs, supervise
 from pathwatch.stack.component import (EXTERNAL, FAILED, NOT_INSTALLED, RUNNING, STOPPED, Component,
                                        ComponentStatus, StackError, Step, asset)
 from pathwatch.stack.config import StackConfig, resolve
@@ -160,8 +162,14 @@ class Flink(Component):
                 procs.ensure_port_free(self.name, self.config.flink_ui_port)
                 procs.ensure_port_free(self.name, self.config.flink_rpc_port)
             step(f"starting the {role}")
-            procs.spawn(f"flink-{role}", ["bash", str(distribution() / "bin" / f"{role}.sh"), "start-foreground"],
-                        self._pid_file(role), self._log(role), env=env)
+            command = ["bash", str(distribution() / "bin" / f"{role}.sh"), "start-foreground"]
+            if role == "taskmanager":  # it stops itself on "fatal" errors: see pathwatch/stack/supervise.py
+                command = [sys.executable, "-m", "pathwatch.stack.supervise", "--name", "flink-taskmanager",
+                           "--restarts", str(self._restarts_file()), "--", *command]
+            procs.spawn(f"flink-{role}", command, self._pid_file(role), self._log(role), env=env)
+
+    def _restarts_file(self) -> Path:
+        return self.paths.run / "flink-taskmanager.restarts"
 
     def process(self) -> procs.ProcessRecord | None:
         """The JobManager's process (the one ``status`` shows); None unless both processes run."""
@@ -219,7 +227,8 @@ class Flink(Component):
         if self.external:
             return ComponentStatus(self.name, EXTERNAL if answering else FAILED, self.address, info=info,
                                    error=None if answering else error)
-        info.update(logs=[str(self._log(role)) for role in ROLES])
+        info.update(logs=[str(self._log(role)) for role in ROLES],
+                    taskmanager_restarts=supervise.read_restarts(self._restarts_file()))
         records = {role: procs.running(self._pid_file(role)) for role in ROLES}
         if not any(records.values()):
             installed = bool(jars) and info["pyflink"] is not None
@@ -227,7 +236,12 @@ class Flink(Component):
         pid = records["jobmanager"].pid if records["jobmanager"] else None
         missing = [role for role, record in records.items() if record is None]
         if missing or not answering:
-            why = f"the {', '.join(missing)} is not running" if missing else f"{self.address} does not answer ({error})"
+            if missing:
+                why = f"the {', '.join(missing)} is not running"
+            elif not answering and error is None:  # the JobManager answers: no TaskManager registered
+                why = "no TaskManager registered (its supervisor starts it again after a failure)"
+            else:
+                why = f"{self.address} does not answer ({error})"
             return ComponentStatus(self.name, FAILED, self.address, pid, info, f"flink: {why}; `pathwatch stack up` "
                                    "starts what is missing")
         return ComponentStatus(self.name, RUNNING, self.address, pid, info)
