@@ -23,7 +23,7 @@ _RISON_ID = re.compile(r"^[A-Za-z_./~-][A-Za-z0-9_./~-]*$")
 # ends there), bidi embeddings and overrides (they reorder what follows), invisible ones.
 _BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u2028-\u202e\u2066-\u2069]+")
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]+")
-SUBJECT_MAX = 200   # characters; RT's Subject column is varchar(200)
+SUBJECT_MAX = 200   # UTF-8 bytes: RT keeps the first 200 of a longer subject
 
 
 def rison(value: Any) -> str:
@@ -82,13 +82,13 @@ def element(key: str) -> str:
 def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
     """``text`` safe for a one-line field such as a subject: controls, line breaks and bidi
     overrides become spaces, invisible characters go, at most two combining marks stay on a
-    letter, and past ``limit`` characters it ends in "…". The rest (markup, quotes) is kept:
-    it is text, and shown as text.
+    letter, and past ``limit`` UTF-8 bytes it is cut and ends in "…". The rest (markup, quotes)
+    is kept: it is text, and shown as text.
 
     >>> one_line("a\\r\\nBcc: x\\u202egnp.exe  <b>")
     'a Bcc: x gnp.exe <b>'
-    >>> len(one_line("é" * 500)), one_line("x" * 300)[-2:]
-    (200, 'x…')
+    >>> len(one_line("é" * 500).encode()) <= 200, one_line("x" * 300)[-2:]
+    (True, 'x…')
     """
     flat = _INVISIBLE.sub("", _BREAKING.sub(" ", text))
     kept, marks = [], 0
@@ -96,8 +96,10 @@ def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
         marks = marks + 1 if unicodedata.combining(char) else 0
         if marks <= 2:
             kept.append(char)
-    flat = " ".join("".join(kept).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    data = " ".join("".join(kept).split()).encode()
+    if len(data) <= limit:
+        return data.decode()
+    return data[: limit - len("…".encode())].decode("utf-8", "ignore") + "…"
 
 
 def subject(anomaly: Mapping[str, Any], key: str) -> str:
