@@ -133,12 +133,12 @@ def _hostile(data: list[bytes]) -> list[tuple[int, bytes]]:
     out = []
     for n, index in enumerate(spots[:2]):
         hops = "".join(f" {ttl}:  {name}                 0.{ttl}12ms\n" for ttl, name in enumerate(HOSTILE_HOPS[n:] + HOSTILE_HOPS[:n], 1))
-        text = f" 1?: [LOCALHOST]                      pmtu 1500\n{hops} 4:  192.0.2.99                 1.500ms reached\n"
+        text = f" 1?: [LOCALHOST]                      pmtu 1500\n{hops} 4:  198.18.0.99                 1.500ms reached\n"
         out.append((index, orjson.dumps({"format": "tracepath", "source": source, "destination": HOSTILE_HOST,
                                          "collected_at": envelopes[index]["collected_at"], "payload": text})))
     at = envelopes[spots[2]]["collected_at"]
-    hops = [{"ip": f"192.0.2.{i + 1}", "hostname": text, "rtt": "PT0.001S", "as": {"number": 64500 + i, "owner": owner}}
-            for i, (text, owner) in enumerate(zip(HOSTILE, reversed(HOSTILE)))] + [{"ip": "192.0.2.99", "rtt": "PT0.002S"}]
+    hops = [{"ip": f"198.18.0.{i + 1}", "hostname": text, "rtt": "PT0.001S", "as": {"number": 64500 + i, "owner": owner}}
+            for i, (text, owner) in enumerate(zip(HOSTILE, reversed(HOSTILE)))] + [{"ip": "198.18.0.99", "rtt": "PT0.002S"}]
     run = {"id": "untrusted", "schedule": {"start": at, "duration": "PT20S"},
            "test": {"type": "trace", "spec": {"schema": 1, "source": source, "dest": HOSTILE_HOST}},
            "tool": {"name": "traceroute", "version": "2.1"}, "participants": [source],
