@@ -61,7 +61,7 @@ class RecordingSession:
         self.sent.append(requests.Request(method, url, headers=self.headers, **kwargs).prepare())
         if method == "GET":
             return _Reply({"items": []})
-        return _Reply({"id": 7}, 201) if url.endswith("/ticket") else _Reply([f"Comment recorded"])
+        return _Reply({"id": 7}, 201) if url.endswith("/ticket") else _Reply(["Comment recorded"])
 
 
 def _backend() -> tuple[RTBackend, RecordingSession]:
