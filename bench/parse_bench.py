@@ -35,7 +35,7 @@ from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
 from pathwatch.models.incidents import path_key
 from pathwatch.models.observe import epoch
-from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise, oversized_integer
+from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise, nul_field, oversized_integer
 
 TARGET_PER_S = 20_000  # trace and latency records per second on one core (issue #2)
 
@@ -85,6 +85,11 @@ def validated_normalise(body: bytes, origin: Origin, received_ms: int) -> list[O
             if field is not None:
                 value = dead_letter(body, origin, received_ms, "normalise", f"{where}{field}: an integer beyond 64 bits",
                                     field, outcome.format)
+                return [Output(DEAD, value["id"], value, received_ms)]
+            field = nul_field(data)  # like normalise: PostgreSQL text holds no NUL
+            if field is not None:
+                value = dead_letter(body, origin, received_ms, "normalise",
+                                    f"{where}{field}: a NUL character (not storable as text)", field, outcome.format)
                 return [Output(DEAD, value["id"], value, received_ms)]
             records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
                                   int(round(epoch(data["time"]) * 1000))))

@@ -44,8 +44,8 @@ _SERIES_SQL = {
         ORDER BY time""",
 }
 
-_ANOMALY_COLUMNS = ("id, kind, source, destination, start, detected_at, end_time, severity, score, summary, "
-                    "evidence, detector_version")
+_ANOMALY_COLUMNS = ("id", "kind", "source", "destination", "start", "detected_at", "end_time", "severity", "score",
+                    "summary", "evidence", "detector_version")
 
 
 class LabError(RuntimeError):
@@ -77,8 +77,23 @@ def connect(dsn: str | None = None) -> psycopg.Connection:
     return psycopg.connect(resolve_dsn(dsn), autocommit=True, options="-c default_transaction_read_only=on")
 
 
-def frame(connection: psycopg.Connection, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> pd.DataFrame:
-    """Run one query; the rows as a DataFrame with the query's column names (times as UTC)."""
+def columns(names: Sequence[str]) -> psycopg.sql.Composed:
+    """A select list of quoted column names (psycopg.sql), to compose into a query.
+
+    >>> columns(("id", "end_time")).as_string()
+    '"id", "end_time"'
+    """
+    from psycopg import sql
+
+    return sql.SQL(", ").join(map(sql.Identifier, names))
+
+
+def frame(connection: psycopg.Connection, sql: str | psycopg.sql.Composable,
+          params: Mapping[str, Any] | Sequence[Any] | None = None) -> pd.DataFrame:
+    """Run one query (text, or composed with psycopg.sql); the rows as a DataFrame with its column names (times as UTC).
+
+    Values always go in ``params``, never into the query's text.
+    """
     import pandas as pd
 
     with connection.cursor() as cursor:
@@ -159,20 +174,25 @@ def path_series(connection: psycopg.Connection, source: str, destination: str,
 def anomalies(connection: psycopg.Connection, source: str | None = None, destination: str | None = None, *,
               kind: str | None = None, start: datetime | None = None, end: datetime | None = None) -> pd.DataFrame:
     """Anomaly episodes, optionally of one path or kind, overlapping [start, end); oldest first."""
-    return frame(connection, f"""
-        SELECT {_ANOMALY_COLUMNS} FROM anomalies
+    from psycopg import sql
+
+    return frame(connection, sql.SQL("""
+        SELECT {} FROM anomalies
         WHERE (%(source)s::text IS NULL OR source = %(source)s)
           AND (%(destination)s::text IS NULL OR destination = %(destination)s)
           AND (%(kind)s::text IS NULL OR kind = %(kind)s)
           AND (%(end)s::timestamptz IS NULL OR start < %(end)s)
           AND (%(start)s::timestamptz IS NULL OR coalesce(end_time, 'infinity') > %(start)s)
-        ORDER BY start, kind, source, destination""",
+        ORDER BY start, kind, source, destination""").format(columns(_ANOMALY_COLUMNS)),
                  {"source": source, "destination": destination, "kind": kind, "start": start, "end": end})
 
 
 def anomaly(connection: psycopg.Connection, anomaly_id: str) -> dict[str, Any]:
     """One anomaly episode as a dict (``evidence`` parsed); LabError when the id is unknown."""
-    table = frame(connection, f"SELECT {_ANOMALY_COLUMNS} FROM anomalies WHERE id = %(id)s", {"id": str(anomaly_id)})
+    from psycopg import sql
+
+    table = frame(connection, sql.SQL("SELECT {} FROM anomalies WHERE id = %(id)s").format(columns(_ANOMALY_COLUMNS)),
+                  {"id": str(anomaly_id)})
     if table.empty:
         raise LabError(f"no anomaly with id {anomaly_id}")
     row = table.iloc[0].to_dict()

@@ -27,17 +27,17 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pathwatch.lab.data import LabError, frame
+from pathwatch.lab.data import LabError, columns, frame
 
 if TYPE_CHECKING:
     import pandas as pd
     import psycopg
 
-INCIDENT_COLUMNS = ("incident_id, incident, root_id, root_kind, root_summary, root_path, location, location_scope, "
-                    "location_paths_sharing, paths, path_count, hosts, start, detected_at, end_time, is_open, "
-                    "duration_h, severity, member_count, member_kinds, ticket")
-MEMBER_COLUMNS = ("id, incident_id, is_root, kind, source, destination, start, detected_at, end_time, severity, "
-                  "summary, incident")
+INCIDENT_COLUMNS = ("incident_id", "incident", "root_id", "root_kind", "root_summary", "root_path", "location",
+                    "location_scope", "location_paths_sharing", "paths", "path_count", "hosts", "start", "detected_at",
+                    "end_time", "is_open", "duration_h", "severity", "member_count", "member_kinds", "ticket")
+MEMBER_COLUMNS = ("id", "incident_id", "is_root", "kind", "source", "destination", "start", "detected_at", "end_time",
+                  "severity", "summary", "incident")
 TABLE_COLUMNS = ["incident_id", "root_id", "root_kind", "root_summary", "start", "end_time", "is_open", "severity",
                  "member_count", "member_kinds", "paths", "path_count"]
 _SEVERITY_RANK = {"critical": 4, "major": 3, "warning": 2, "info": 1}
@@ -50,22 +50,26 @@ def incidents(connection: psycopg.Connection, source: str | None = None, destina
     One row per incident (view ``incidents``): the root's kind, summary and location, the members'
     paths and hosts, start, end (None while a member is open), worst severity, members, ticket.
     """
-    return frame(connection, f"""
-        SELECT {INCIDENT_COLUMNS} FROM incidents
+    from psycopg import sql
+
+    return frame(connection, sql.SQL("""
+        SELECT {} FROM incidents
         WHERE incident_id IN (
             SELECT incident_id FROM anomalies
             WHERE (%(source)s::text IS NULL OR source = %(source)s)
               AND (%(destination)s::text IS NULL OR destination = %(destination)s)
               AND (%(end)s::timestamptz IS NULL OR start < %(end)s)
               AND (%(start)s::timestamptz IS NULL OR coalesce(end_time, 'infinity') > %(start)s))
-        ORDER BY start, incident_id""",
+        ORDER BY start, incident_id""").format(columns(INCIDENT_COLUMNS)),
                  {"source": source, "destination": destination, "start": start, "end": end})
 
 
 def incident(connection: psycopg.Connection, incident_id: str) -> dict[str, Any]:
     """One incident's row as a dict; LabError when no anomaly belongs to it."""
-    table = frame(connection, f"SELECT {INCIDENT_COLUMNS} FROM incidents WHERE incident_id = %(id)s",
-                  {"id": str(incident_id)})
+    from psycopg import sql
+
+    table = frame(connection, sql.SQL("SELECT {} FROM incidents WHERE incident_id = %(id)s").format(
+        columns(INCIDENT_COLUMNS)), {"id": str(incident_id)})
     if table.empty:
         raise LabError(f"no incident with id {incident_id}")
     row = table.iloc[0].to_dict()
@@ -83,9 +87,11 @@ def incident_of(connection: psycopg.Connection, anomaly_id: str) -> dict[str, An
 
 def members(connection: psycopg.Connection, incident_id: str) -> pd.DataFrame:
     """The anomalies of one incident, root first, then by start (``is_root`` marks the root)."""
-    return frame(connection, f"""
-        SELECT {MEMBER_COLUMNS} FROM anomalies_board WHERE incident_id = %(id)s
-        ORDER BY is_root DESC, start, id""", {"id": str(incident_id)})
+    from psycopg import sql
+
+    return frame(connection, sql.SQL("""
+        SELECT {} FROM anomalies_board WHERE incident_id = %(id)s
+        ORDER BY is_root DESC, start, id""").format(columns(MEMBER_COLUMNS)), {"id": str(incident_id)})
 
 
 def anomalies_with_incidents(connection: psycopg.Connection, source: str | None = None,
@@ -95,14 +101,16 @@ def anomalies_with_incidents(connection: psycopg.Connection, source: str | None 
 
     Incidents in order of their first member, each one's root first.
     """
-    return frame(connection, f"""
-        SELECT {MEMBER_COLUMNS} FROM anomalies_board
+    from psycopg import sql
+
+    return frame(connection, sql.SQL("""
+        SELECT {} FROM anomalies_board
         WHERE (%(source)s::text IS NULL OR source = %(source)s)
           AND (%(destination)s::text IS NULL OR destination = %(destination)s)
           AND (%(end)s::timestamptz IS NULL OR start < %(end)s)
           AND (%(start)s::timestamptz IS NULL OR coalesce(end_time, 'infinity') > %(start)s)
-        ORDER BY min(start) OVER (PARTITION BY incident_id), incident_id, is_root DESC, start, id""",
-                 {"source": source, "destination": destination, "start": start, "end": end})
+        ORDER BY min(start) OVER (PARTITION BY incident_id), incident_id, is_root DESC, start, id""").format(
+        columns(MEMBER_COLUMNS)), {"source": source, "destination": destination, "start": start, "end": end})
 
 
 def incident_table(anomalies: Iterable[Any] | pd.DataFrame) -> pd.DataFrame:

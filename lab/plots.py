@@ -104,7 +104,7 @@ def plot_path(series: dict[str, pd.DataFrame], anomalies: pd.DataFrame, title: s
     if kinds:
         fig.legend(handles=[Patch(color=KIND_COLOURS.get(k, "tab:gray"), alpha=0.35, label=k) for k in kinds],
                    loc="upper right", fontsize=8, ncols=min(len(kinds), 4), title="anomaly windows", title_fontsize=8)
-    fig.suptitle(title, x=0.02, ha="left")
+    fig.suptitle(title, x=0.02, ha="left", parse_math=False)   # host names are text: a "$" is not mathtext
     fig.autofmt_xdate()
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig

@@ -170,13 +170,15 @@ def _report(folder: Path, settings, console: Console) -> tuple[str, str] | None:
     from collections import Counter
 
     import psycopg
+    from psycopg import sql
 
     from pathwatch.evaluation.inputs import parse_anomaly, read_labels
     from pathwatch.evaluation.matching import match
 
     labels = read_labels(folder / "labels.jsonl")
     with psycopg.connect(settings.database_url) as connection:
-        counts = {table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        counts = {table: connection.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
                   for table in ("throughput", "latency", "trace", "dead_letters", "anomalies")}
         rows = connection.execute(
             "SELECT id, kind, source, destination, start, detected_at, end_time, severity, score, summary, evidence, "

@@ -76,9 +76,27 @@ def oversized_integer(value: Any, where: str = "") -> str | None:
     return None
 
 
+def nul_field(value: Any, where: str = "") -> str | None:
+    """The field (dotted path) of the first string holding a NUL character, or None: PostgreSQL
+    text cannot hold one, so such a record would stop the store job instead of being stored.
+
+    >>> nul_field({"source": "a", "hops": [{"hostname": "x"}, {"hostname": "r1\\x00.example"}]})
+    'hops.1.hostname'
+    """
+    if isinstance(value, str):
+        return where if "\x00" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found = nul_field(inner, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,
                 field: str | None = None, fmt: str | None = None, identity: str | None = None) -> dict[str, Any]:
-    """The dead-letter object: the original bytes (text, or base64 when not UTF-8), reason, origin.
+    """The dead-letter object: the original bytes (text, or base64 when not UTF-8 or holding a NUL,
+    which PostgreSQL text cannot store), reason, origin.
 
     Its id is a uuid5 of the stage and the message's place in its topic, or of ``identity``
     (e.g. a record id) when the place is not known.
@@ -86,6 +104,8 @@ def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reaso
     try:
         text, encoding = body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
+        text, encoding = None, "base64"
+    if text is None or "\x00" in text:
         text, encoding = base64.b64encode(body).decode("ascii"), "base64"
     key = f"{stage}|{identity}" if identity is not None else f"{stage}|{origin.topic}|{origin.partition}|{origin.offset}"
     return {
@@ -122,6 +142,10 @@ def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
             except orjson.JSONEncodeError:  # a number beyond 64 bits: no consumer (Flink SQL, SQL bigint) holds it
                 field = oversized_integer(data)
                 return [_dead(body, origin, received_ms, f"{where}{field}: an integer beyond 64 bits",
+                              field, outcome.format)]
+            field = nul_field(data) if b"\\u0000" in text else None   # how orjson writes NUL
+            if field is not None:
+                return [_dead(body, origin, received_ms, f"{where}{field}: a NUL character (not storable as text)",
                               field, outcome.format)]
             records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
                                   int(round(epoch(data["time"]) * 1000)), text))

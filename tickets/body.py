@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any, Mapping
 from urllib.parse import quote
 
 from pathwatch.models.incidents import divergence_hop, path_of
 
 _RISON_ID = re.compile(r"^[A-Za-z_./~-][A-Za-z0-9_./~-]*$")
+# Characters a one-line field must not carry: controls and line breaks (a header or a table row
+# ends there), bidi embeddings and overrides (they reorder what follows), invisible ones.
+_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u2028-\u202e\u2066-\u2069]+")
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]+")
+SUBJECT_MAX = 200   # UTF-8 bytes: RT keeps the first 200 of a longer subject
 
 
 def rison(value: Any) -> str:
@@ -73,11 +79,34 @@ def element(key: str) -> str:
     return f"{scope} {what}"
 
 
+def one_line(text: str, limit: int = SUBJECT_MAX) -> str:
+    """``text`` safe for a one-line field such as a subject: controls, line breaks and bidi
+    overrides become spaces, invisible characters go, at most two combining marks stay on a
+    letter, and past ``limit`` UTF-8 bytes it is cut and ends in "…". The rest (markup, quotes)
+    is kept: it is text, and shown as text.
+
+    >>> one_line("a\\r\\nBcc: x\\u202egnp.exe  <b>")
+    'a Bcc: x gnp.exe <b>'
+    >>> len(one_line("é" * 500).encode()) <= 200, one_line("x" * 300)[-2:]
+    (True, 'x…')
+    """
+    flat = _INVISIBLE.sub("", _BREAKING.sub(" ", text))
+    kept, marks = [], 0
+    for char in flat:
+        marks = marks + 1 if unicodedata.combining(char) else 0
+        if marks <= 2:
+            kept.append(char)
+    data = " ".join("".join(kept).split()).encode()
+    if len(data) <= limit:
+        return data.decode()
+    return data[: limit - len("…".encode())].decode("utf-8", "ignore") + "…"
+
+
 def subject(anomaly: Mapping[str, Any], key: str) -> str:
-    """One line: kind, shared element, first path."""
+    """One line (:func:`one_line`): kind, shared element, first path."""
     where = element(key)
     first = "" if where.startswith("path ") else f" ({_arrow(anomaly)})"
-    return f"[pathwatch] {anomaly['kind'].replace('_', ' ')} at {where}{first}"
+    return one_line(f"[pathwatch] {anomaly['kind'].replace('_', ' ')} at {where}{first}")
 
 
 def hypothesis(anomaly: Mapping[str, Any]) -> str:
@@ -122,10 +151,11 @@ def hypothesis(anomaly: Mapping[str, Any]) -> str:
 
 
 def _evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
+    """One line per evidence field, its text as it is (the body is sent as text/plain)."""
     lines = []
     for name, value in evidence.items():
         if isinstance(value, (dict, list)):
-            value = json.dumps(value, separators=(", ", ": "))
+            value = json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
         lines.append(f"  {name}: {value}")
     return lines
 

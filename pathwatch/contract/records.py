@@ -21,6 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 SCHEMA_VERSION = 1
 
 Rfc3339 = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")]
+# A host name or address: the database indexes these (a B-tree entry holds at most 2704 bytes),
+# so a longer one is refused here, with its field, instead of failing the store. DNS names are
+# at most 253 characters; other text (hop host names, AS owners, errors) has no limit.
+HOST_MAX = 255
+Host = Annotated[str, Field(max_length=HOST_MAX)]
 
 
 class _Strict(BaseModel):
@@ -30,13 +35,13 @@ class _Strict(BaseModel):
 class _Common(_Strict):
     schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this record contract.")
     id: str = Field(description="Deterministic UUID of the measurement (same input, same id).")
-    source: str | None = Field(
+    source: Host | None = Field(
         description="Host the measured traffic leaves from, as the envelope or payload names it; "
         "null only when neither does."
     )
-    destination: str | None = Field(description="Host the measured traffic goes to; null only when unnamed.")
-    source_ip: str | None = Field(None, description="Source address when the payload reports one.")
-    destination_ip: str | None = Field(None, description="Destination address when the payload reports one.")
+    destination: Host | None = Field(description="Host the measured traffic goes to; null only when unnamed.")
+    source_ip: Host | None = Field(None, description="Source address when the payload reports one.")
+    destination_ip: Host | None = Field(None, description="Destination address when the payload reports one.")
     time: Rfc3339 = Field(description="Test start, RFC 3339 UTC.")
     tool: str = Field(description="Measuring tool, e.g. iperf3, owping, traceroute.")
     tool_version: str | None = None
@@ -104,7 +109,7 @@ class Latency(_Common):
 
 class Hop(_Strict):
     ttl: int = Field(ge=1, le=255)
-    ip: str | None = Field(
+    ip: Host | None = Field(
         description="Responding address; its name when the tool printed only a name (tracepath, mtr "
         "without -n); null for a hop that did not answer."
     )
@@ -114,7 +119,7 @@ class Hop(_Strict):
     as_owner: str | None = None
     mtu: NonNegativeInt | None = Field(None, description="Path MTU reported at this hop.")
     error: str | None = Field(None, description="ICMP error flag or text, e.g. !H, !N, net-unreachable.")
-    other_ips: list[str] = Field(default_factory=list, description="Other addresses that answered at this TTL.")
+    other_ips: list[Host] = Field(default_factory=list, description="Other addresses that answered at this TTL.")
 
 
 class Trace(_Common):

@@ -115,6 +115,39 @@ def _rows(settings, sql: str, args=()) -> list[tuple]:
 
 # --- the stream ----------------------------------------------------------------------------------
 
+# The extra path's destination, and hop names a tracepath line can hold (no white space or parentheses).
+HOSTILE_HOST = "<svg/onload=window.__pwned=1>.untrusted.example"
+HOSTILE_HOPS = ("<svg/onload=window.__pwned=1>", "';DROP/**/TABLE/**/anomalies;--", "\u202eevil\u200b👨\u200d👩\u200d👧e\u0301\u0308")
+
+
+def _hostile(data: list[bytes]) -> list[tuple[int, bytes]]:
+    """(index, envelope): traces from the last mesh host to :data:`HOSTILE_HOST`, each to go in
+    after the message at ``index`` and stamped with its time (so none arrives late): two tracepath
+    runs naming hostile hops, and a pscheduler trace whose hop names and AS owners are
+    tests/untrusted.py's three strings (10 kB of Unicode among them)."""
+    from tests.untrusted import HOSTILE
+
+    envelopes = [orjson.loads(body) for body in data]
+    source = max(e["source"] for e in envelopes if e.get("source"))
+    spots = [i for i, e in enumerate(envelopes) if e.get("collected_at")][-400::100][:3]
+    out = []
+    for n, index in enumerate(spots[:2]):
+        hops = "".join(f" {ttl}:  {name}                 0.{ttl}12ms\n" for ttl, name in enumerate(HOSTILE_HOPS[n:] + HOSTILE_HOPS[:n], 1))
+        text = f" 1?: [LOCALHOST]                      pmtu 1500\n{hops} 4:  198.18.0.99                 1.500ms reached\n"
+        out.append((index, orjson.dumps({"format": "tracepath", "source": source, "destination": HOSTILE_HOST,
+                                         "collected_at": envelopes[index]["collected_at"], "payload": text})))
+    at = envelopes[spots[2]]["collected_at"]
+    hops = [{"ip": f"198.18.0.{i + 1}", "hostname": text, "rtt": "PT0.001S", "as": {"number": 64500 + i, "owner": owner}}
+            for i, (text, owner) in enumerate(zip(HOSTILE, reversed(HOSTILE)))] + [{"ip": "198.18.0.99", "rtt": "PT0.002S"}]
+    run = {"id": "untrusted", "schedule": {"start": at, "duration": "PT20S"},
+           "test": {"type": "trace", "spec": {"schema": 1, "source": source, "dest": HOSTILE_HOST}},
+           "tool": {"name": "traceroute", "version": "2.1"}, "participants": [source],
+           "result": {"schema": 1, "succeeded": True, "paths": [hops]}}
+    out.append((spots[2], orjson.dumps({"format": "pscheduler", "source": source, "destination": HOSTILE_HOST,
+                                        "collected_at": at, "payload": run})))
+    return out
+
+
 def _bad_messages(good: list[bytes]) -> dict[str, list[bytes]]:
     """Bad inputs by what is wrong with them, built from real envelopes of the simulation."""
     envelopes = [orjson.loads(body) for body in good]
@@ -159,6 +192,9 @@ def stream(tmp_path_factory):
         cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "7", "--days", "4",
             "--start", "2025-12-01T00:00:00Z")
         data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
+        hostile = _hostile(data)
+        for index, body in sorted(hostile, reverse=True):
+            data.insert(index + 1, body)
         # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
         rng = random.Random(515)
         for start in range(0, len(data), 8):
@@ -210,7 +246,8 @@ def stream(tmp_path_factory):
         _publish(settings, tails)
         _wait_caught_up(settings)
         yield {"jobs": jobs, "rescales": rescales, "home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
-               "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim}
+               "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim,
+               "hostile": [body for _, body in hostile]}
     finally:
         subprocess.run([*CLI, "pipeline", "stop"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
         subprocess.run([*CLI, "stack", "down"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)

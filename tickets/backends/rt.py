@@ -11,6 +11,7 @@ change goes first in its own request, so the state is always the last thing writ
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import requests
@@ -21,6 +22,23 @@ KEY_FIELD, STATE_FIELD = "pathwatch-key", "pathwatch-state"
 # Searchable copies of the state: every anomaly id it covers, every path still affected.
 ANOMALIES_FIELD, PATHS_FIELD = "pathwatch-anomalies", "pathwatch-paths"
 CLOSED = ("resolved", "rejected", "deleted")
+
+
+CF_VALUE_MAX = 255   # UTF-8 bytes: RT keeps longer custom-field values apart, and TicketSQL's = then matches others
+
+
+def cf_value(value: str) -> str:
+    """``value`` as stored in and searched for in a searchable custom field: itself up to
+    :data:`CF_VALUE_MAX` UTF-8 bytes, else its start, "…#" and a digest of the whole (idempotent).
+
+    >>> cf_value("k|hop:x"), len(cf_value("k|hop:" + "é" * 300).encode()) <= 255, cf_value(cf_value("é" * 300)) == cf_value("é" * 300)
+    ('k|hop:x', True, True)
+    """
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) <= CF_VALUE_MAX:
+        return value
+    tail = "…#" + hashlib.sha256(data).hexdigest()[:32]
+    return data[: CF_VALUE_MAX - len(tail.encode())].decode("utf-8", "ignore") + tail
 
 
 def ticketsql_string(value: str) -> str:
@@ -71,13 +89,13 @@ class RTBackend:
         return [self._ticket(item, key) for item in found.get("items") or []]
 
     def tickets(self, key: str) -> list[Ticket]:
-        return self._search(f"CF.{{{KEY_FIELD}}} = {ticketsql_string(key)}", key)
+        return self._search(f"CF.{{{KEY_FIELD}}} = {ticketsql_string(cf_value(key))}", key)
 
     def holding(self, anomaly_id: str) -> list[Ticket]:
         return self._search(f"CF.{{{ANOMALIES_FIELD}}} = {ticketsql_string(anomaly_id)}")
 
     def open_on_path(self, path: str) -> list[Ticket]:
-        return self._search(f"CF.{{{PATHS_FIELD}}} = {ticketsql_string(path)} AND Status != 'resolved' "
+        return self._search(f"CF.{{{PATHS_FIELD}}} = {ticketsql_string(cf_value(path))} AND Status != 'resolved' "
                             f"AND Status != 'rejected'")
 
     def open_on_host(self, host: str) -> list[Ticket]:
@@ -88,9 +106,10 @@ class RTBackend:
     @staticmethod
     def _fields(key: str, state: ProblemState) -> dict[str, Any]:
         """The custom fields that follow from a key and state (the searchable lists are never
-        empty: RT keeps a field's old values when given none)."""
-        paths = sorted({m.path for m in state.open_members.values()}) or ["-"]
-        return {KEY_FIELD: key, STATE_FIELD: state.to_text(), ANOMALIES_FIELD: sorted(state.members), PATHS_FIELD: paths}
+        empty: RT keeps a field's old values when given none; searchable values are :func:`cf_value`)."""
+        paths = sorted({cf_value(m.path) for m in state.open_members.values()}) or ["-"]
+        return {KEY_FIELD: cf_value(key), STATE_FIELD: state.to_text(), ANOMALIES_FIELD: sorted(state.members),
+                PATHS_FIELD: paths}
 
     def all(self) -> list[dict[str, Any]]:
         """Every ticket of the queue (newest first): reference, RT status, paths covered, subject."""
