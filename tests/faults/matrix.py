@@ -4,7 +4,7 @@ Shared by ``tests/faults/test_fault_matrix.py`` (short outages, run by CI) and
 ``bench/faults_bench.py`` (5-minute outages, ``bench/results/faults.json``). On the test stack
 (its own home and ports), with fresh topics and emptied tables, the run:
 
-1. brings the stack up with tickets (Kafka, TimescaleDB, Flink, Superset, RT, Alertmanager),
+1. brings the stack up with tickets enabled (Kafka, TimescaleDB, Flink, Superset, RT, Alertmanager),
    starts the pipeline at parallelism 1 and the tickets service (``pathwatch tickets run``);
 2. for each fault in :data:`FAULTS`, publishes the next slice of the mesh at a steady rate (plus
    a few bad inputs), injects the fault a third of the way in, keeps it for its outage, recovers
@@ -64,6 +64,7 @@ class FaultOutcome:
     recovery: str                      # what brought it back
     down_s: float = 0.0                # from the fault until the recovery step finished
     caught_up_s: float = 0.0           # from the recovery step until everything published is stored
+    published_while_down: int = 0      # messages of this slice published between the fault and the recovery
     published: int = 0                 # messages published so far (all slices)
     records_expected: int = 0
     records_stored: int = 0
@@ -83,9 +84,10 @@ class FaultOutcome:
 
 
 def stack_env(home: Path, run: str) -> dict[str, str]:
-    """The environment of this run's ``pathwatch`` commands: the test stack, fresh topics, parallelism 1."""
+    """The environment of this run's ``pathwatch`` commands: the test stack with tickets enabled (so
+    `stack up` starts RT and `stack status` shows it), fresh topics, parallelism 1."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env.update(PATHWATCH_HOME=str(home), PATHWATCH_PIPELINE_PARALLELISM="1")
+    env.update(PATHWATCH_HOME=str(home), PATHWATCH_PIPELINE_PARALLELISM="1", PATHWATCH_TICKETS_ENABLED="1")
     env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"faults-{run}.{role}"
                 for role in ("raw", "records", "anomalies", "deadletters")})
     return env
@@ -192,8 +194,8 @@ class FaultRun:
         """Stack up with tickets, fresh tables, the mesh simulated, pipeline and tickets service started."""
         from pathwatch.streaming.normalise import DEAD, Origin, normalise
 
-        self.log("stack up --with-tickets")
-        self.cli("stack", "up", "--with-tickets")
+        self.log("stack up (tickets enabled)")
+        self.cli("stack", "up")
         self.cli("db", "migrate")
         import psycopg
 
@@ -297,7 +299,7 @@ class FaultRun:
     def recover(self, recovery: str) -> None:
         for step in recovery.split(", "):
             if step == "stack up":
-                self.cli("stack", "up", "--with-tickets")
+                self.cli("stack", "up")
             elif step == "pipeline start":
                 self.cli("pipeline", "start")
             elif step == "tickets run":
@@ -340,7 +342,7 @@ class FaultRun:
         while publisher.done < len(batch) // 3 and publisher.thread.is_alive():
             time.sleep(0.2)
         self.log(f"{fault}: injecting after {publisher.done} of {len(batch)} messages of this slice")
-        fault_at = time.monotonic()
+        fault_at, done_at_fault = time.monotonic(), publisher.done
         recovery = self.inject(fault)
         seen: list[str] = []
         until = fault_at + self.outage_s
@@ -353,13 +355,14 @@ class FaultRun:
             time.sleep(min(5.0, max(0.0, until - time.monotonic())))
         self.log(f"{fault}: recovering ({recovery})")
         self.recover(recovery)
-        recovered_at = time.monotonic()
+        recovered_at, done_at_recovery = time.monotonic(), publisher.done
         publisher.join(timeout=len(batch) / self.rate + 1200)
         self.published += batch
         self.bad += bad
         for body in batch:
             self.expected_ids.update(self._ids.get(body, ()))
-        outcome = FaultOutcome(fault, recovery, down_s=round(recovered_at - fault_at, 1), seen=seen)
+        outcome = FaultOutcome(fault, recovery, down_s=round(recovered_at - fault_at, 1), seen=seen,
+                               published_while_down=done_at_recovery - done_at_fault)
         self._catch_up(outcome, catch_up_timeout)
         outcome.caught_up_s = round(time.monotonic() - recovered_at, 1)
         self.log(f"{fault}: caught up {outcome.caught_up_s} s after recovery; "
