@@ -83,12 +83,13 @@ class FaultOutcome:
         return {**asdict(self), "reconciled": self.reconciled}
 
 
-def stack_env(home: Path, run: str) -> dict[str, str]:
-    """The environment of this run's ``pathwatch`` commands: the test stack with tickets enabled (so
-    `stack up` starts RT and `stack status` shows it), fresh topics, parallelism 1."""
+def stack_env(home: Path, run: str, tickets: bool = True, prefix: str = "faults") -> dict[str, str]:
+    """The environment of this run's ``pathwatch`` commands: the test stack (with tickets enabled,
+    so `stack up` starts RT and `stack status` shows it), fresh topics, parallelism 1."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env.update(PATHWATCH_HOME=str(home), PATHWATCH_PIPELINE_PARALLELISM="1", PATHWATCH_TICKETS_ENABLED="1")
-    env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"faults-{run}.{role}"
+    env.update(PATHWATCH_HOME=str(home), PATHWATCH_PIPELINE_PARALLELISM="1",
+               PATHWATCH_TICKETS_ENABLED="1" if tickets else "0")
+    env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"{prefix}-{run}.{role}"
                 for role in ("raw", "records", "anomalies", "deadletters")})
     return env
 

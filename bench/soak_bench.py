@@ -1,0 +1,104 @@
+"""Soak benchmark: the pipeline fed at a steady rate for ``--minutes`` (30), every process sampled.
+
+Runs on the test stack (`.pathwatch/test-stack`, its own ports; brought up and down here, so do
+not run it while the stack tests or another pipeline bench run). A simulated mesh big enough for
+the whole run is streamed at ``--rate`` messages/s (default: 80 % of the end-to-end maximum in
+bench/results/pipeline.json) while tests/faults/soak.py samples, every ``--every-s`` seconds,
+the resident memory, open descriptors and threads of the JobManager, the TaskManager, Kafka and
+PostgreSQL (each with its children), each job's consumer lag and newest checkpoint size. After
+the warm-up (``--warm-up-min``, 5): memory growth per process (target < 10 %), descriptor and
+thread growth, whether the lag stayed bounded, the largest checkpoint per job.
+
+The CI version is tests/faults/test_soak.py (3 minutes at 250 messages/s).
+Writes bench/results/soak.json. Usage: python bench/soak_bench.py [--minutes 30 --rate R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict
+from datetime import date, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+# Messages per host pair and day of the simulator's default cadences (measured: 25,558 messages
+# for 6 hosts over 4 days), to size the mesh for the run.
+MESSAGES_PER_PATH_DAY = 213
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--rate", type=float, default=None, help="messages/s (default: 80 %% of the measured maximum)")
+    parser.add_argument("--every-s", type=float, default=15.0)
+    parser.add_argument("--warm-up-min", type=float, default=5.0)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "soak.json")
+    args = parser.parse_args()
+
+    from bench.stack_env import bench_stack
+    from pathwatch.stack import config as stack_config
+    from pathwatch.streaming.settings import from_stack
+    from tests.faults.matrix import CLI, stack_env
+    from tests.faults.soak import Sampler, Stream, verdict
+
+    measured = json.loads((REPO / "bench" / "results" / "pipeline.json").read_text())["end_to_end_records_per_s"]
+    rate = args.rate or round(0.8 * measured, -1)
+    seconds = args.minutes * 60
+    needed = rate * seconds * 1.1
+    hosts = 12
+    days = max(2, int(needed / (hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY)) + 1)
+    home, _env, _cli = bench_stack("soak")
+    env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
+
+    def cli(*argv: str) -> None:
+        subprocess.run([*CLI, *argv], env=env, cwd=REPO, check=True, timeout=3600)
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pathwatch-soak-") as work:
+        sim = Path(work)
+        try:
+            print(f"simulating {hosts} hosts × {days} days for {rate:.0f} messages/s over {args.minutes:.0f} min", flush=True)
+            start = (date.today() - timedelta(days=days)).isoformat() + "T00:00:00Z"
+            cli("simulate", "--out", str(sim), "--seed", "909", "--hosts", str(hosts), "--days", str(days), "--start", start)
+            cli("stack", "up")
+            cli("db", "migrate")
+            cli("pipeline", "start", "--fresh")
+            settings = from_stack(stack_config.resolve(home=home, environ=env))
+            stream = Stream(settings, sim / "raw.jsonl", rate, seconds)
+            sampler = Sampler(home, settings, args.every_s, published=lambda: stream.done).start()
+            stream.start()
+            while stream.thread.is_alive():
+                time.sleep(60)
+                last = sampler.samples[-1] if sampler.samples else None
+                print(f"[{time.monotonic() - started:6.0f} s] published {stream.done}; "
+                      f"lag {last.lag if last else '?'}", flush=True)
+            stream.join(60)
+            samples = sampler.stop()
+        finally:
+            subprocess.run([*CLI, "pipeline", "stop"], env=env, cwd=REPO, capture_output=True, timeout=300)
+            subprocess.run([*CLI, "stack", "down"], env=env, cwd=REPO, capture_output=True, timeout=300)
+    result = verdict(samples, args.warm_up_min * 60)
+    out = {
+        "machine": "2 cores, 24 GiB; Superset idle, no tickets",
+        "input": {"rate_per_s": rate, "minutes": args.minutes, "published": stream.done,
+                  "achieved_rate_per_s": round(stream.done / seconds, 1), "hosts": hosts, "days": days},
+        "warm_up_min": args.warm_up_min,
+        "verdict": result.to_dict(),
+        "target": "memory growth < 10 % per process after warm-up, no descriptor or thread growth, lag bounded",
+        "samples": [asdict(s) for s in samples],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out["verdict"], indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Soak: the pipeline fed at a steady rate for a long time, its resources sampled as it goes.
+
+Shared by ``tests/faults/test_soak.py`` (a few minutes, run by CI) and ``bench/soak_bench.py``
+(≥ 30 minutes, ``bench/results/soak.json``). Every ``every_s`` seconds it samples, for each of
+the stack's processes (with their children): resident memory, open file descriptors and
+threads; each job's consumer lag; each job's newest checkpoint size. :func:`verdict` compares
+the samples after the warm-up: growth of memory (the median of the last fifth against the
+median of the fifth that follows the warm-up), of descriptors and threads (the last sample
+against the highest one of the first fifth after warm-up), and whether the lag stayed bounded
+(its last fifth no higher than its highest before).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# The stack's processes by their pid files.
+PROCESSES = {"flink-jobmanager": "flink-jobmanager", "flink-taskmanager": "flink-taskmanager", "kafka": "kafka",
+             "postgresql": "timescaledb"}
+
+
+def _children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def tree(pid: int, children: dict[int, list[int]]) -> list[int]:
+    """``pid`` and its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def resources(pids: list[int]) -> dict[str, int]:
+    """Resident memory (kB), open descriptors and threads summed over ``pids`` (gone ones skipped)."""
+    rss = fds = threads = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            fds += len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss += int(line.split()[1])
+            elif line.startswith("Threads:"):
+                threads += int(line.split()[1])
+    return {"rss_kb": rss, "fds": fds, "threads": threads}
+
+
+@dataclass
+class Sample:
+    at_s: float
+    processes: dict[str, dict[str, int]]
+    lag: dict[str, int | None]
+    checkpoint_bytes: dict[str, int | None]
+    published: int
+
+
+class Sampler:
+    """Samples the stack at ``home`` every ``every_s`` seconds in a thread until :meth:`stop`."""
+
+    def __init__(self, home: Path, settings, every_s: float, published=lambda: 0):
+        self.home, self.settings, self.every_s, self.published = home, settings, every_s, published
+        self.samples: list[Sample] = []
+        self._stop = threading.Event()
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, name="soak-sampler", daemon=True)
+
+    def start(self) -> "Sampler":
+        self.thread.start()
+        return self
+
+    def stop(self) -> list[Sample]:
+        self._stop.set()
+        self.thread.join(60)
+        return self.samples
+
+    def _pids(self) -> dict[str, list[int]]:
+        children, out = _children(), {}
+        for name, pid_name in PROCESSES.items():
+            try:
+                pid = int(json.loads((self.home / "run" / f"{pid_name}.pid").read_text())["pid"])
+            except (OSError, ValueError, KeyError):
+                continue
+            out[name] = tree(pid, children)
+        return out
+
+    def _checkpoints(self) -> dict[str, int | None]:
+        from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
+
+        rest, sizes = FlinkRest(self.settings.flink_address), {}
+        try:
+            for job in rest.jobs():
+                if job.active and job.name.startswith("pathwatch-"):
+                    latest = (rest.checkpoints(job.id).get("latest") or {}).get("completed") or {}
+                    sizes[job.name.removeprefix("pathwatch-")] = latest.get("checkpointed_size")
+        except FlinkRestError:
+            pass
+        return sizes
+
+    def sample(self) -> Sample:
+        from pathwatch.streaming.pipeline import JOBS, job_lag
+
+        processes = {name: resources(pids) for name, pids in self._pids().items()}
+        return Sample(round(time.monotonic() - self.started, 1), processes,
+                      {job: job_lag(self.settings, job) for job in JOBS}, self._checkpoints(), self.published())
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(self.sample())
+            self._stop.wait(self.every_s)
+
+
+@dataclass
+class Verdict:
+    """What the samples after the warm-up say, per process and for the lag."""
+
+    rss_growth_pct: dict[str, float] = field(default_factory=dict)
+    fd_growth: dict[str, int] = field(default_factory=dict)
+    thread_growth: dict[str, int] = field(default_factory=dict)
+    lag_max_before_last_fifth: int = 0
+    lag_max_last_fifth: int = 0
+    checkpoint_bytes_max: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def lag_bounded(self) -> bool:
+        return self.lag_max_last_fifth <= max(self.lag_max_before_last_fifth, 1)
+
+    def flat_memory(self, limit_pct: float = 10.0) -> bool:
+        return all(growth < limit_pct for growth in self.rss_growth_pct.values())
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "lag_bounded": self.lag_bounded, "flat_memory": self.flat_memory()}
+
+
+def verdict(samples: list[Sample], warm_up_s: float) -> Verdict:
+    """Growth after ``warm_up_s`` (see the module docstring); needs ≥ 5 samples after it."""
+    after = [s for s in samples if s.at_s >= warm_up_s]
+    if len(after) < 5:
+        raise ValueError(f"{len(after)} samples after the warm-up: too few to judge (need 5)")
+    fifth = max(1, len(after) // 5)
+    early, late = after[:fifth], after[-fifth:]
+    out = Verdict()
+    for name in after[0].processes:
+        def series(key, group):
+            return [s.processes[name][key] for s in group if name in s.processes]
+        early_rss, late_rss = series("rss_kb", early), series("rss_kb", late)
+        if early_rss and late_rss:
+            out.rss_growth_pct[name] = round(100 * (statistics.median(late_rss) / statistics.median(early_rss) - 1), 1)
+            out.fd_growth[name] = series("fds", late)[-1] - max(series("fds", early))
+            out.thread_growth[name] = series("threads", late)[-1] - max(series("threads", early))
+    total = [sum(v or 0 for v in s.lag.values()) for s in after]
+    out.lag_max_before_last_fifth = max(total[:-fifth] or [0])
+    out.lag_max_last_fifth = max(total[-fifth:])
+    for s in samples:
+        for job, size in s.checkpoint_bytes.items():
+            if size is not None:
+                out.checkpoint_bytes_max[job] = max(out.checkpoint_bytes_max.get(job, 0), size)
+    return out
+
+
+class Stream:
+    """Publishes the lines of a raw file at ``rate`` per second in a thread (``done`` counts)."""
+
+    def __init__(self, settings, raw: Path, rate: float, seconds: float):
+        self.settings, self.raw, self.rate, self.seconds = settings, raw, rate, seconds
+        self.done = 0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="soak-publisher", daemon=True)
+
+    def start(self) -> "Stream":
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        import orjson
+
+        from pathwatch.ingest.publish import RawPublisher, path_key
+
+        try:
+            with RawPublisher(self.settings.bootstrap, self.settings.topics["raw"]) as publisher, \
+                    open(self.raw, "rb") as lines:
+                started = time.monotonic()
+                for body in lines:
+                    body = body.strip()
+                    if not body:
+                        continue
+                    elapsed = time.monotonic() - started
+                    if elapsed >= self.seconds:
+                        break
+                    ahead = started + self.done / self.rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
+                    publisher.send(body, path_key(orjson.loads(body)))
+                    self.done += 1
+        except BaseException as error:
+            self.error = error
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+        if self.thread.is_alive() or self.error is not None:
+            raise RuntimeError(f"publishing failed or did not end: {self.error}")
