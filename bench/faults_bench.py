@@ -5,7 +5,8 @@ not run it while the stack tests or another pipeline bench run). The pipeline st
 simulated mesh at ``--rate`` messages/s (default: half of the end-to-end rate in
 bench/results/pipeline.json) while each fault happens in turn: kill -9 of Kafka, of PostgreSQL,
 of the Flink JobManager and TaskManager (the Python operators run inside it), of the tickets
-service; PostgreSQL stopped and RT stopped for ``--outage-s`` (default 300 s). After each, the
+service (each left dead ``--kill-down-s``, 30 s, before the recovery step); PostgreSQL stopped
+and RT stopped for ``--outage-s`` (default 300 s). After each, the
 run waits until the pipeline caught up and reconciles by id; at the end it checks the records
 topic (each record once), the anomalies against `pathwatch detect` and the tickets in RT.
 
@@ -34,8 +35,9 @@ def default_rate() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--outage-s", type=float, default=300.0, help="how long PostgreSQL and RT stay stopped "
-                        "(and how long a killed component stays down before `stack up`)")
+    parser.add_argument("--outage-s", type=float, default=300.0, help="how long PostgreSQL and RT stay stopped")
+    parser.add_argument("--kill-down-s", type=float, default=30.0,
+                        help="how long a killed component stays dead before the recovery step")
     parser.add_argument("--rate", type=float, default=None, help="messages/s (default: half the measured maximum)")
     parser.add_argument("--hosts", type=int, default=6)
     parser.add_argument("--days", type=int, default=8)
@@ -49,7 +51,8 @@ def main() -> None:
     rate = args.rate or default_rate()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pathwatch-faults-") as work:
-        run = FaultRun(home, Path(work), outage_s=args.outage_s, rate=rate, hosts=args.hosts, days=args.days,
+        run = FaultRun(home, Path(work), outage_s=args.outage_s, kill_down_s=args.kill_down_s, rate=rate,
+                       hosts=args.hosts, days=args.days,
                        log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
         try:
             run.prepare()
@@ -63,7 +66,8 @@ def main() -> None:
     result = {
         "machine": "2 cores, 24 GiB; the whole stack with RT and Alertmanager on it",
         "input": {"hosts": args.hosts, "days": args.days, "messages": len(run.data), "rate_per_s": rate,
-                  "outage_s": args.outage_s, "bad_inputs_per_fault": 3, "parallelism": 1},
+                  "outage_s": args.outage_s, "kill_down_s": args.kill_down_s, "bad_inputs_per_fault": 3,
+                  "parallelism": 1},
         "faults": [outcome.to_dict() for outcome in run.outcomes],
         "after_all_faults": run.final.to_dict(),
         "records_topic": {"distinct": len(counts), "expected": len(run.expected_ids),

@@ -153,10 +153,23 @@ def _connect_text(part) -> str:
         "flink": [f"web UI {info.get('web_ui')}",
                   f"{info.get('taskmanagers') or 0} TaskManager(s), {info.get('slots_available') or 0} of "
                   f"{info.get('slots_total') or 0} slots free" if info.get("taskmanagers") is not None else "",
-                  f"{len(info.get('jobs') or [])} job(s) running"]
+                  f"{len(info.get('jobs') or [])} job(s) running",
+                  _restarts_text(info.get("taskmanager_restarts"))]
                  + [f"{job['name']} {job['state'].lower()}" for job in info.get("jobs") or []],
     }.get(part.name, [])
     return "\n".join(line for line in lines if line)
+
+
+def _restarts_text(restarts: dict | None) -> str:
+    """The TaskManager supervisor's restarts, as `stack status` shows them.
+
+    >>> _restarts_text({"restarts": 2, "last_exit_code": 1, "last_restart_at": "2026-11-26T15:23:17Z"})
+    'TaskManager restarted 2× by its supervisor (last: exit status 1 at 2026-11-26T15:23:17Z)'
+    """
+    if not restarts:
+        return ""
+    return (f"TaskManager restarted {restarts['restarts']}× by its supervisor (last: exit status "
+            f"{restarts['last_exit_code']} at {restarts['last_restart_at']})")
 
 
 @app.command()

@@ -149,8 +149,11 @@ class FaultRun:
     """One run of the matrix on the stack at ``home``; ``log`` receives progress lines."""
 
     def __init__(self, home: Path, work: Path, *, outage_s: float, rate: float, hosts: int = 6, days: int = 8,
-                 seed: int = 4711, log: Callable[[str], None] = print):
+                 seed: int = 4711, kill_down_s: float | None = None, log: Callable[[str], None] = print):
+        """``outage_s``: how long PostgreSQL and RT stay stopped; ``kill_down_s`` (default the same):
+        how long a killed component stays dead before the recovery step."""
         self.home, self.work, self.outage_s, self.rate = home, work, outage_s, rate
+        self.kill_down_s = outage_s if kill_down_s is None else kill_down_s
         self.hosts, self.days, self.seed, self.log = hosts, days, seed, log
         self.run_id = uuid.uuid4().hex[:8]
         self.env = stack_env(home, self.run_id)
@@ -318,6 +321,10 @@ class FaultRun:
             for name, part in manage.status(self.config).components.items():
                 if part.state not in GOOD_STATES:
                     seen.append(f"stack status: {name} {part.state}" + (f" ({part.error[:120]})" if part.error else ""))
+                restarts = part.info.get("taskmanager_restarts")
+                if restarts:
+                    seen.append(f"stack status: {name} taskmanager restarted {restarts['restarts']} time(s), "
+                                f"last exit status {restarts['last_exit_code']}")
         except Exception as error:
             seen.append(f"stack status failed: {type(error).__name__}: {str(error)[:160]}")
         try:
@@ -343,13 +350,14 @@ class FaultRun:
         while publisher.done < len(batch) // 3 and publisher.thread.is_alive():
             time.sleep(0.2)
         self.log(f"{fault}: injecting after {publisher.done} of {len(batch)} messages of this slice")
+        before = set(self.observe())  # what the status already said: only what the fault changed counts
         fault_at, done_at_fault = time.monotonic(), publisher.done
         recovery = self.inject(fault)
         seen: list[str] = []
-        until = fault_at + self.outage_s
+        until = fault_at + (self.outage_s if fault.startswith("stop_") else self.kill_down_s)
         while True:  # what a user sees while it is down (at least one look)
             for line in self.observe():
-                if line not in seen:
+                if line not in seen and line not in before:
                     seen.append(line)
             if time.monotonic() >= until:
                 break
@@ -498,7 +506,9 @@ class FaultRun:
         return messages
 
     def ticket_check(self) -> dict:
-        """The tickets in RT against the anomalies: see the module docstring."""
+        """The tickets in RT against the anomalies: see the module docstring. A member that joined
+        its incident's ticket stays in its first ticket as a closed member (a pointer), so an
+        anomaly may be held by two tickets, but open in one at most."""
         from pathwatch.stack.rt import RequestTracker
         from pathwatch.tickets.backends.rt import RTBackend
         from pathwatch.tickets.reconcile import Reconciler
@@ -507,24 +517,32 @@ class FaultRun:
         config = self.config
         rt = RequestTracker(config)
         backend = RTBackend(rt.url, rt.token(), config.rt_queue)
-        tickets = []
-        for item in backend.all():
-            number = item["reference"].split("#")[-1]
-            tickets.append(backend.get(number))
+        tickets = [backend.get(item["reference"].split("#")[-1]) for item in backend.all()]
         replay = MemoryBackend()
         reconciler = Reconciler(replay)
         final: dict[str, dict] = {}
         for anomaly in self.anomaly_messages():
             reconciler.handle(anomaly)
             final[anomaly["id"]] = anomaly
-        held_rt = Counter(i for t in tickets for i in t.state.members)
-        held_replay = {i for t in replay.store.values() for i in t["state"].members}
-        open_keys = Counter(t.key for t in tickets if t.is_open)
-        wrong_state = [t.reference for t in tickets
-                       if t.is_open != any(final.get(i, {}).get("end") is None for i in t.state.members)]
+        replayed = [replay._ticket(number) for number in replay.store]
+        held_rt = {i for t in tickets for i in t.state.members}
+        held_replay = {i for t in replayed for i in t.state.members}
         return {"tickets": len(tickets), "open": sum(t.is_open for t in tickets),
+                "tickets_fault_free": len(replayed), "open_fault_free": sum(t.is_open for t in replayed),
                 "anomalies_ticketed": len(held_rt), "anomalies_ticketed_fault_free": len(held_replay),
-                "lost": sorted(held_replay - set(held_rt)), "extra": sorted(set(held_rt) - held_replay),
-                "in_two_tickets": sorted(i for i, n in held_rt.items() if n > 1),
-                "open_twice": sorted(k for k, n in open_keys.items() if n > 1),
-                "open_for_closed_or_closed_for_open": wrong_state}
+                "lost": sorted(held_replay - held_rt), "extra": sorted(held_rt - held_replay),
+                **problems(tickets, final), "fault_free": problems(replayed, final)}
+
+
+def problems(tickets, final: dict[str, dict]) -> dict[str, list[str]]:
+    """What would be wrong with ``tickets`` given each anomaly's last state ``final``: an anomaly
+    open in two tickets, two open tickets for one problem, an anomaly that ended still open in a
+    ticket, a ticket open with nothing open in it or resolved while something is."""
+    open_in = Counter(i for t in tickets for i, member in t.state.members.items() if member.open)
+    still_open = {i for i, anomaly in final.items() if anomaly.get("end") is None}
+    open_keys = Counter(t.key for t in tickets if t.is_open)
+    return {"open_in_two_tickets": sorted(i for i, n in open_in.items() if n > 1),
+            "open_twice": sorted(k for k, n in open_keys.items() if n > 1),
+            "ended_but_open_in_a_ticket": sorted(i for i in open_in if i in final and i not in still_open),
+            "ticket_state_wrong": sorted(t.reference for t in tickets
+                                         if t.is_open != any(m.open for m in t.state.members.values()))}
