@@ -5,6 +5,9 @@ name hostile hops (markup, SQL, 10 kB of Unicode). Here: they are stored verbati
 Chromium opens every dashboard, and the Path explorer filtered on that path, with a sentinel —
 no dialog opens, no script sets ``window.__pwned``, no element the markup would make exists, the
 path shows as text, and nothing is pushed wider than the window.
+
+Named to run right after tests/test_dashboards_stack.py: tests/test_stack_integration.py takes
+the stack down and up again (the shared stream's data does not survive it).
 """
 
 from __future__ import annotations
