@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -56,7 +56,26 @@ def _dead(body: bytes, origin: Origin, received_ms: int, reason: str, field: str
     return Output(DEAD, value["id"], value, received_ms, orjson.dumps(value))
 
 
-def oversized_integer(value: Any, where: str = "") -> str | None:
+def first_field(value: Any, is_bad: Callable[[Any], bool], where: str = "") -> str | None:
+    """The field (dotted path) of the first scalar of a JSON value for which ``is_bad`` holds, or None."""
+    if isinstance(value, (dict, list)):
+        for key, inner in (value.items() if isinstance(value, dict) else enumerate(value)):
+            found = first_field(inner, is_bad, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+        return None
+    return where if is_bad(value) else None
+
+
+def _beyond_64_bits(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63
+
+
+def _holds_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def oversized_integer(value: Any) -> str | None:
     """The field (dotted path) of the first integer JSON consumers cannot hold in 64 bits, or None.
 
     >>> oversized_integer({"mss_bytes": 10**20, "hops": [{"asn": 1}]})
@@ -64,33 +83,17 @@ def oversized_integer(value: Any, where: str = "") -> str | None:
     >>> oversized_integer({"hops": [{"asn": 1}, {"asn": -2**64}]})
     'hops.1.asn'
     """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return where if not -2**63 <= value < 2**63 else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, inner in items:
-        found = oversized_integer(inner, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
+    return first_field(value, _beyond_64_bits)
 
 
-def nul_field(value: Any, where: str = "") -> str | None:
+def nul_field(value: Any) -> str | None:
     """The field (dotted path) of the first string holding a NUL character, or None: PostgreSQL
     text cannot hold one, so such a record would stop the store job instead of being stored.
 
     >>> nul_field({"source": "a", "hops": [{"hostname": "x"}, {"hostname": "r1\\x00.example"}]})
     'hops.1.hostname'
     """
-    if isinstance(value, str):
-        return where if "\x00" in value else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, inner in items:
-        found = nul_field(inner, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
+    return first_field(value, _holds_nul)
 
 
 def dead_letter(body: bytes, origin: Origin, received_ms: int, stage: str, reason: str,

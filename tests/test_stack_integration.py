@@ -36,6 +36,16 @@ def _home() -> Path:
     return Path(os.environ.get("PATHWATCH_TEST_HOME") or stack_config.default_home({}) / "test-stack").absolute()
 
 
+def prepared_home() -> Path:
+    """The test stack's home, with a pathwatch.toml that gives it its own ports."""
+    home = _home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pathwatch.toml").write_text("".join(
+        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
+        for table, values in PORTS.items()))
+    return home
+
+
 def _environment(home: Path) -> dict[str, str]:
     """The environment of the CLI runs: this test stack's home, no settings inherited for another stack."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}

@@ -101,6 +101,27 @@ def bad_inputs(slice_no: int) -> list[bytes]:
             orjson.dumps({"format": "iperf3", "source": f"bad{slice_no}.example"})]
 
 
+def read_topic(bootstrap: str, topic: str, group: str, idle_polls: int = 5):
+    """The values of every committed message on ``topic`` from the start, until it stays quiet
+    for ``idle_polls`` one-second polls."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    idle = 0
+    try:
+        while idle < idle_polls:
+            message = consumer.poll(1.0)
+            if message is None:
+                idle += 1
+            elif not message.error():
+                idle = 0
+                yield message.value()
+    finally:
+        consumer.close()
+
+
 class Paced:
     """Publishes ``messages`` to the raw topic at ``rate`` per second in a thread; ``done`` counts."""
 
@@ -445,23 +466,8 @@ class FaultRun:
     # --- checks after the run -------------------------------------------------------------------
     def records_topic_counts(self) -> Counter:
         """How often each record id is on the records topic (committed transactions only)."""
-        from confluent_kafka import Consumer
-
-        consumer = Consumer({"bootstrap.servers": self.settings.bootstrap, "group.id": f"check-{self.run_id}",
-                             "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-        consumer.subscribe([self.settings.topics["records"]])
-        ids: Counter = Counter()
-        idle = 0
-        while idle < 5:
-            message = consumer.poll(1.0)
-            if message is None:
-                idle += 1
-                continue
-            if not message.error():
-                ids[orjson.loads(message.value())["id"]] += 1
-                idle = 0
-        consumer.close()
-        return ids
+        return Counter(orjson.loads(value)["id"] for value in
+                       read_topic(self.settings.bootstrap, self.settings.topics["records"], f"check-{self.run_id}"))
 
     def anomalies_offline(self) -> set[tuple[str, str, str]]:
         """(id, kind, incident_id) of `pathwatch detect` over everything published, up to the data's end."""
@@ -488,22 +494,8 @@ class FaultRun:
 
     def anomaly_messages(self) -> list[dict]:
         """Every anomaly message on the anomalies topic, partition by partition in offset order."""
-        from confluent_kafka import Consumer
-
-        consumer = Consumer({"bootstrap.servers": self.settings.bootstrap, "group.id": f"check-a-{self.run_id}",
-                             "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-        consumer.subscribe([self.settings.topics["anomalies"]])
-        messages, idle = [], 0
-        while idle < 5:
-            message = consumer.poll(1.0)
-            if message is None:
-                idle += 1
-                continue
-            if not message.error():
-                messages.append(orjson.loads(message.value()))
-                idle = 0
-        consumer.close()
-        return messages
+        return [orjson.loads(value) for value in
+                read_topic(self.settings.bootstrap, self.settings.topics["anomalies"], f"check-a-{self.run_id}")]
 
     def ticket_check(self) -> dict:
         """The tickets in RT against the anomalies: see the module docstring. A member that joined

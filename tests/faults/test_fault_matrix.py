@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.matrix import FAULTS, FaultRun
-from tests.test_stack_integration import PORTS, _home
+from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
@@ -23,11 +23,7 @@ RATE = 400.0
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     run = FaultRun(home, tmp_path_factory.mktemp("faults"), outage_s=OUTAGE_S, rate=RATE, days=6,
                    log=lambda line: print(f"[faults] {line}", flush=True))
     try:

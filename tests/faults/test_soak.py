@@ -17,7 +17,7 @@ import pytest
 
 from tests.faults.matrix import CLI, REPO, stack_env
 from tests.faults.soak import Sampler, Stream, verdict
-from tests.test_stack_integration import PORTS, _home
+from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
@@ -32,11 +32,7 @@ def soak(tmp_path_factory):
     from pathwatch.stack import config as stack_config
     from pathwatch.streaming.settings import from_stack
 
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
     def cli(*args: str) -> None:

@@ -32,7 +32,7 @@ import orjson
 import pytest
 
 from pathwatch.stack import config as stack_config
-from tests.test_stack_integration import CLI, PORTS, REPO, _home
+from tests.test_stack_integration import CLI, REPO, prepared_home
 
 TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_hops", "anomalies", "dead_letters",
           "path_hourly", "path_daily")
@@ -170,11 +170,7 @@ def _bad_messages(good: list[bytes]) -> dict[str, list[bytes]]:
 def stream(tmp_path_factory):
     from pathwatch.streaming.normalise import DEAD, Origin, normalise
 
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     cli(home, "stack", "down")
     cli(home, "stack", "up", timeout=1500)
     try:
