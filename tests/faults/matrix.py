@@ -4,7 +4,7 @@ Shared by ``tests/faults/test_fault_matrix.py`` (short outages, run by CI) and
 ``bench/faults_bench.py`` (5-minute outages, ``bench/results/faults.json``). On the test stack
 (its own home and ports), with fresh topics and emptied tables, the run:
 
-1. brings the stack up with tickets enabled (Kafka, TimescaleDB, Flink, Superset, RT, Alertmanager),
+1. brings the stack up with tickets enabled and an empty RT (Kafka, TimescaleDB, Flink, Superset, RT, Alertmanager),
    starts the pipeline at parallelism 1 and the tickets service (``pathwatch tickets run``);
 2. for each fault in :data:`FAULTS`, publishes the next slice of the mesh at a steady rate (plus
    a few bad inputs), injects the fault a third of the way in, keeps it for its outage, recovers
@@ -107,7 +107,7 @@ def read_topic(bootstrap: str, topic: str, group: str, idle_polls: int = 5):
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed"})
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
     consumer.subscribe([topic])
     idle = 0
     try:
@@ -219,6 +219,10 @@ class FaultRun:
         """Stack up with tickets, fresh tables, the mesh simulated, pipeline and tickets service started."""
         from pathwatch.streaming.normalise import DEAD, Origin, normalise
 
+        from pathwatch.stack import manage
+
+        # A fresh RT: the tickets of earlier runs on this home would hold the same anomaly ids.
+        manage.down(self.config, wipe=True, names=("rt", "alertmanager"))
         self.log("stack up (tickets enabled)")
         self.cli("stack", "up")
         self.cli("db", "migrate")
@@ -509,13 +513,16 @@ class FaultRun:
         config = self.config
         rt = RequestTracker(config)
         backend = RTBackend(rt.url, rt.token(), config.rt_queue)
-        tickets = [backend.get(item["reference"].split("#")[-1]) for item in backend.all()]
         replay = MemoryBackend()
         reconciler = Reconciler(replay)
         final: dict[str, dict] = {}
         for anomaly in self.anomaly_messages():
             reconciler.handle(anomaly)
             final[anomaly["id"]] = anomaly
+        # This run's tickets: RT keeps those of earlier runs on the same home (a ticket holds
+        # anomaly ids, and the same simulated mesh on the same day gives the same ids).
+        tickets = [ticket for ticket in (backend.get(item["reference"].split("#")[-1]) for item in backend.all())
+                   if set(ticket.state.members) & set(final)]
         replayed = [replay._ticket(number) for number in replay.store]
         held_rt = {i for t in tickets for i in t.state.members}
         held_replay = {i for t in replayed for i in t.state.members}
