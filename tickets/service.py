@@ -245,7 +245,17 @@ def consume(handler: Handler, bootstrap: str, topics: dict[str, str], group: str
             if pending:
                 _deliver(producer, topics, pending)
                 pending.clear()
-            consumer.commit(message=message, asynchronous=False)
+            try:
+                consumer.commit(message=message, asynchronous=False)
+            except KafkaException as error:
+                # The group moved on while the message was handled (a rebalance; the broker back
+                # after a restart: "Unknown member"). The partition is handed out again from its
+                # last commit, so the message comes back, and handling it again repeats nothing.
+                if error.args[0].fatal():
+                    raise
+                log.warning("tickets: kafka: commit of %s [%d] @%d failed (%s); it will be handled again",
+                            message.topic(), message.partition(), message.offset(), error.args[0].str())
+                continue
             handled += 1
             idle_since = time.monotonic()
     finally:
