@@ -26,13 +26,9 @@ def topic_env(prefix: str) -> dict[str, str]:
 def bench_stack(prefix: str) -> tuple[Path, dict[str, str], Callable[..., None]]:
     """The test stack's home (`.pathwatch/test-stack`, its own ports), the environment of a run
     with fresh topics ``<prefix>-<run id>.*``, and a ``pathwatch`` runner in that environment."""
-    from tests.test_stack_integration import PORTS, _home
+    from tests.test_stack_integration import prepared_home
 
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
     env["PATHWATCH_HOME"] = str(home)
     env.update(topic_env(f"{prefix}-{uuid.uuid4().hex[:8]}"))

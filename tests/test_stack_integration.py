@@ -77,11 +77,7 @@ def _timed(name: str, home: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def home() -> Path:
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     # The session's pipeline stream (tests/stack/streamed.py) may have left jobs on this stack;
     # then leftovers of an interrupted run, by their pid files.
     subprocess.run([*CLI, "pipeline", "stop"], env=_environment(home), cwd=REPO, capture_output=True, timeout=300)

@@ -20,7 +20,7 @@ from pathwatch.stack import config as stack_config
 from pathwatch.tickets import reconcile
 from pathwatch.tickets.service import Handler, Retry, TicketTable, consume
 from tests.stack.streamed import cli
-from tests.test_stack_integration import PORTS, _home
+from tests.test_stack_integration import _home, prepared_home
 from tests.test_tickets_rt import _expected, _summary
 from tests.tickets_stack import ticket_stack  # noqa: F401  (the fixture)
 from tests.tickets_stream import scenario
@@ -30,11 +30,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.tickets]
 
 @pytest.fixture(scope="module")
 def test_stack():
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
+    home = prepared_home()
     cli(home, "stack", "up", timeout=1500)
     cli(home, "db", "migrate")
     from pathwatch import stack
