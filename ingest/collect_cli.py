@@ -26,6 +26,7 @@ def collect(
     bootstrap: Annotated[Optional[str], typer.Option(envvar="PATHWATCH_KAFKA_BOOTSTRAP", help="Kafka bootstrap servers (default: the local stack's, see `pathwatch stack status`).")] = None,
     topic: Annotated[str, typer.Option(envvar="PATHWATCH_TOPIC_RAW", help="Kafka topic of raw envelopes.")] = "pathwatch.raw",
     workers: Annotated[int, typer.Option(min=1, max=64, help="Tests other than throughput that may run at once (throughput tests always run one at a time).")] = 4,
+    spool: Annotated[Optional[Path], typer.Option(envvar="PATHWATCH_COLLECT_SPOOL", help="Directory that keeps each envelope until Kafka has it (default: $XDG_STATE_HOME/pathwatch/spool/MESH-HOST, ~/.local/state when unset). One collector per directory.")] = None,
 ) -> None:
     """Run the mesh's tests whose source is this host and publish raw envelopes.
 
@@ -43,10 +44,16 @@ def collect(
     meta.collector_error names the cause). Runs that the tool itself reports
     as failed (unreachable, refused) are published as they are.
 
+    Nothing measured is lost to Kafka being away or the collector being
+    killed: each envelope is written to the spool directory before it is
+    sent and stays there until the broker acknowledges it; what failed is
+    sent again every 10 s, and what a killed collector left is sent when it
+    next starts (the pipeline stores a measurement sent twice once).
+
     SIGINT/SIGTERM stop the collector; running tools are interrupted and their
     output is not published. Exit status: 0; 1 with --once when some task gave
-    no usable output, the run was stopped or publishing failed; 2 when the mesh
-    file or an option cannot be used.
+    no usable output, the run was stopped or envelopes stayed undelivered in
+    the spool; 2 when the mesh file, the spool or an option cannot be used.
     """
     from pathwatch.console import err_console
 
@@ -77,7 +84,9 @@ def collect(
             jitter = f" + up to {test.jitter:g} s" if test.jitter and not once else ""
             log.info(f"  {test.name}: {test.tool} to {count} destination{'s' if count != 1 else ''}"
                      + ("" if once else f", every {test.interval:g} s{jitter}"))  # fmt: skip
-    with _Sink(out, bootstrap, topic, log) as emit:
+    if out is None and spool is None:
+        spool = default_spool(loaded.name, name)
+    with _Sink(out, bootstrap, topic, log, spool) as emit:
         collector = Collector(loaded.name, tasks, emit, log, workers=workers)
         with stop_on_signals(collector.stop):
             summary = collector.run(once=once)
@@ -89,11 +98,27 @@ def collect(
         raise typer.Exit(EXIT_PROBLEMS)
 
 
-class _Sink:
-    """Where envelopes go: a JSON Lines file (appended, flushed per line), stdout, or Kafka."""
+def default_spool(mesh: str, host: str, environ=None) -> Path:
+    """``$XDG_STATE_HOME/pathwatch/spool/MESH-HOST`` (``~/.local/state`` when unset), names made path-safe.
 
-    def __init__(self, out: str | None, bootstrap: str | None, topic: str, log):
-        self.out, self.bootstrap, self.topic, self.log = out, bootstrap, topic, log
+    >>> default_spool("lab", "ps-a.example.edu", {"XDG_STATE_HOME": "/var/lib/x"}).as_posix()
+    '/var/lib/x/pathwatch/spool/lab-ps-a.example.edu'
+    >>> default_spool("my mesh/1", "h", {"XDG_STATE_HOME": "/s"}).name
+    'my_mesh_1-h'
+    """
+    import os
+    import re
+
+    environ = os.environ if environ is None else environ
+    state = Path(environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state / "pathwatch" / "spool" / re.sub(r"[^A-Za-z0-9._-]", "_", f"{mesh}-{host}")
+
+
+class _Sink:
+    """Where envelopes go: a JSON Lines file (appended, flushed per line), stdout, or Kafka through the spool."""
+
+    def __init__(self, out: str | None, bootstrap: str | None, topic: str, log, spool: Path | None = None):
+        self.out, self.bootstrap, self.topic, self.log, self.spool_dir = out, bootstrap, topic, log, spool
         self.file = self.publisher = None
         self.failed_seen = 0
         self.said: dict = {}
@@ -116,6 +141,8 @@ class _Sink:
 
             return write
         from .publish import RawPublisher
+        from .spool import Spool, SpoolError
+        from .spooled_publisher import SpooledPublisher
 
         if self.bootstrap is None:
             from pathwatch import stack
@@ -125,18 +152,30 @@ class _Sink:
             kafka = current.components.get("kafka")
             if kafka is not None and not kafka.ok:
                 self.log.problem(f"the stack's Kafka ({self.bootstrap}) is {kafka.state}: start it with "
-                                 "`pathwatch stack up` or pass --bootstrap; envelopes wait in the producer")  # fmt: skip
+                                 "`pathwatch stack up` or pass --bootstrap; envelopes wait in the spool")  # fmt: skip
+        spool = Spool(self.spool_dir)
+        try:
+            spool.open()
+        except SpoolError as error:
+            self.log.problem(str(error))
+            raise typer.Exit(EXIT_BAD_INPUT) from None
         # librdkafka's own log repeats a connection failure many times a second; its errors come
         # here instead, one line per kind of error a minute.
-        self.publisher = RawPublisher(self.bootstrap, self.topic, {"log_level": 2, "error_cb": self._kafka_error})
-        self.log.info(f"envelopes go to Kafka {self.bootstrap}, topic {self.topic}")
+        raw = RawPublisher(self.bootstrap, self.topic, {"log_level": 2, "error_cb": self._kafka_error})
+        self.publisher = SpooledPublisher(raw, spool)
+        resent = self.publisher.start()
+        self.log.info(f"envelopes go to Kafka {self.bootstrap}, topic {self.topic}, through the spool {self.spool_dir}")
+        if resent:
+            self.log.info(f"spool: {resent} envelope{'s' if resent != 1 else ''} an earlier run left undelivered "
+                          "sent again")  # fmt: skip
 
         def send(envelope: dict) -> None:
             self.publisher.send_envelope(envelope)
             if self.publisher.failed > self.failed_seen:
                 self.failed_seen = self.publisher.failed
-                self.log.problem(f"kafka: {self.publisher.failed} envelope(s) not delivered to {self.topic}: "
-                                 f"{self.publisher.errors[-1] if self.publisher.errors else '?'}")  # fmt: skip
+                self.log.problem(f"kafka: {self.publisher.failed} delivery attempt(s) to {self.topic} failed "
+                                 f"({self.publisher.errors[-1] if self.publisher.errors else '?'}); the envelopes "
+                                 f"stay in the spool and are sent again")  # fmt: skip
 
         return send
 
@@ -151,19 +190,17 @@ class _Sink:
     def __exit__(self, kind, *_rest) -> None:
         if self.file is not None and self.file is not sys.stdout.buffer:
             self.file.close()
-        if self.publisher is not None:
-            if kind is not None:
-                self.publisher.producer.flush(10)
-                return
-            try:
-                self.publisher.close()
-            except RuntimeError as error:
-                self.log.problem(str(error))
-                raise typer.Exit(EXIT_PROBLEMS) from None
-            except KeyboardInterrupt:
-                self.log.problem(f"kafka: interrupted while delivering; {len(self.publisher.producer)} "
-                                 "envelope(s) not delivered")  # fmt: skip
-                raise typer.Exit(EXIT_PROBLEMS) from None
+        if self.publisher is None:
+            return
+        try:
+            left = self.publisher.close(timeout=10)  # what is not delivered by then waits in the spool
+        except KeyboardInterrupt:
+            left = self.publisher.spool.unacknowledged
+        if left:
+            self.log.problem(f"kafka: {left} envelope{'s' if left != 1 else ''} not delivered to {self.topic}; "
+                             f"kept in the spool {self.spool_dir}, sent when the collector next starts")  # fmt: skip
+            if kind is None:
+                raise typer.Exit(EXIT_PROBLEMS)
 
 
 def register(app: typer.Typer) -> None:
