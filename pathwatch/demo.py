@@ -39,9 +39,12 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     from pathwatch.streaming.settings import from_stack
 
     config = stack.resolve()
-    if options.tickets:
+    if options.tickets:  # as `stack up --with-tickets`: remembered, so `stack status` keeps showing RT
         from dataclasses import replace
 
+        from pathwatch.stack.config import remember_flags
+
+        remember_flags(config.home, tickets_enabled=1)
         config = replace(config, tickets_enabled=1)
     err.rule("1/5 stack")
     stack.up(config, report=lambda part, line: err.print(f"  {part}: {line}", markup=False))

@@ -33,6 +33,24 @@ def test_environment_beats_file_beats_default(tmp_path):
     assert resolved.postgres_port == 15433
 
 
+def test_a_flag_of_stack_up_is_remembered_below_the_file_and_the_environment(tmp_path):
+    assert config.resolve(home=tmp_path, environ={}).tickets_enabled == 0
+    config.remember_flags(tmp_path, tickets_enabled=1)  # what `stack up --with-tickets` does
+    assert config.resolve(home=tmp_path, environ={}).tickets_enabled == 1
+    assert config.resolve(home=tmp_path, environ={"PATHWATCH_TICKETS_ENABLED": "0"}).tickets_enabled == 0
+    (tmp_path / "pathwatch.toml").write_text("[tickets]\nenabled = 0\n")
+    assert config.resolve(home=tmp_path, environ={}).tickets_enabled == 0
+    (tmp_path / "pathwatch.toml").unlink()
+    config.remember_flags(tmp_path, tickets_enabled=0)  # `stack up --without-tickets`
+    assert config.resolve(home=tmp_path, environ={}).tickets_enabled == 0
+
+
+def test_a_broken_flags_file_names_itself(tmp_path):
+    (tmp_path / config.FLAGS_FILE).write_text("{not json")
+    with pytest.raises(config.ConfigError, match=f"{tmp_path / config.FLAGS_FILE}: not JSON"):
+        config.resolve(home=tmp_path, environ={})
+
+
 def test_yaml_config_file_given_explicitly(tmp_path):
     path = tmp_path / "elsewhere.yaml"
     path.write_text("postgres:\n  port: 25433\ndatabase:\n  url: postgresql://u:p@db:5432/x\n")

@@ -47,11 +47,11 @@ def _fail(error: Exception) -> None:
     raise typer.Exit(EXIT_FAILED)
 
 
-WithTickets = Annotated[bool, typer.Option("--with-tickets", help="Also Request Tracker 5 and Alertmanager (setting tickets_enabled).")]
+WithTickets = Annotated[Optional[bool], typer.Option("--with-tickets/--without-tickets", help="Also (or no longer) Request Tracker 5 and Alertmanager; remembered in the state directory for later commands (setting tickets_enabled, which the config file and environment override).", show_default=False)]
 
 
 @app.command()
-def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False, with_tickets: WithTickets = False) -> None:
+def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = False, with_tickets: WithTickets = None) -> None:
     """Install what is missing, start every service, wait until ready, and show the status.
 
     The first run downloads Kafka and the Flink connectors (Maven), builds a Debian 13 root with
@@ -64,10 +64,13 @@ def up(home: Home = None, config_file: ConfigFile = None, as_json: AsJson = Fals
     from pathwatch.stack.component import StackError
 
     config = _config(home, config_file)
-    if with_tickets:
+    if with_tickets is not None:
         import dataclasses
 
-        config = dataclasses.replace(config, tickets_enabled=1)
+        from pathwatch.stack.config import remember_flags
+
+        remember_flags(config.home, tickets_enabled=int(with_tickets))
+        config = dataclasses.replace(config, tickets_enabled=int(with_tickets))
     err = _console(stderr=True)
     started = time.monotonic()
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[name]:<12}[/bold]"), TextColumn("{task.description}"),

@@ -3,7 +3,9 @@
 Every setting has one name used three ways. The field ``kafka_port`` is the key ``port`` of
 the ``[kafka]`` table in the config file (``pathwatch.toml``, or YAML with the same tables)
 and the environment variable ``PATHWATCH_KAFKA_PORT``; the environment wins over the file,
-the file over the defaults below. The defaults keep clear of the usual ports (9092, 5432,
+the file over the defaults below. A choice made with a flag of ``pathwatch stack up`` (today
+``--with-tickets``/``--without-tickets``) is remembered in the state directory
+(``stack-flags.json``) and sits between the defaults and the file. The defaults keep clear of the usual ports (9092, 5432,
 8088, 8081) so the stack can run beside other installations.
 
 >>> config = resolve(home="/tmp/pw", environ={"PATHWATCH_KAFKA_PORT": "29092"}, file_values={})
@@ -24,6 +26,7 @@ from typing import Any, Mapping
 
 ENV_PREFIX = "PATHWATCH_"
 CONFIG_NAMES = ("pathwatch.toml", "pathwatch.yaml", "pathwatch.yml")
+FLAGS_FILE = "stack-flags.json"  # what flags of `stack up` chose, for the commands after it
 
 
 @dataclass(frozen=True)
@@ -204,12 +207,43 @@ def find_file(home: Path, explicit: str | Path | None, environ: Mapping[str, str
     return None
 
 
+def remembered_flags(home: Path) -> dict[str, Any]:
+    """The settings flags of `stack up` chose in ``home`` (``{}`` when none was ever given).
+
+    >>> import tempfile
+    >>> home = Path(tempfile.mkdtemp())
+    >>> remember_flags(home, tickets_enabled=1); remembered_flags(home)
+    {'tickets_enabled': 1}
+    """
+    import json
+
+    path = home / FLAGS_FILE
+    try:
+        values = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as error:
+        raise ConfigError(f"{path}: not JSON ({error}); delete it to forget the flags of `stack up`") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: not a JSON object; delete it to forget the flags of `stack up`")
+    return values
+
+
+def remember_flags(home: Path, **values: Any) -> None:
+    """Keep ``values`` (settings a flag of `stack up` chose) for later commands on ``home``."""
+    import json
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / FLAGS_FILE).write_text(json.dumps({**remembered_flags(home), **values}, indent=1) + "\n")
+
+
 def resolve(home: str | Path | None = None, config_file: str | Path | None = None,
             environ: Mapping[str, str] | None = None,
             file_values: Mapping[str, Any] | None = None) -> StackConfig:
-    """The configuration in force: defaults < config file < environment."""
+    """The configuration in force: defaults < flags `stack up` remembered < config file < environment."""
     environ = os.environ if environ is None else environ
     home_path = Path(home).expanduser().absolute() if home else default_home(environ)
+    flags = remembered_flags(home_path)
     if file_values is None:
         path = find_file(home_path, config_file, environ)
         file_values = read_file(path) if path else {}
@@ -218,6 +252,8 @@ def resolve(home: str | Path | None = None, config_file: str | Path | None = Non
         origin = "config"
     values: dict[str, Any] = {}
     for name, field in _fields().items():
+        if name in flags:
+            values[name] = _convert(field, flags[name], str(home_path / FLAGS_FILE))
         if name in file_values:
             values[name] = _convert(field, file_values[name], origin)
         if env_name(name) in environ:
