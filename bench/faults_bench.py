@@ -9,6 +9,8 @@ service (each left dead ``--kill-down-s``, 30 s, before the recovery step); Post
 and RT stopped for ``--outage-s`` (default 300 s). After each, the
 run waits until the pipeline caught up and reconciles by id; at the end it checks the records
 topic (each record once), the anomalies against `pathwatch detect` and the tickets in RT.
+Then, on Kafka alone, kill -9 of a collector (tests/faults/collector.py) after Kafka was away
+``--outage-s`` + 30 s, longer than the producer's 5-minute message timeout.
 
 The CI version is tests/faults/test_fault_matrix.py (30-s outages at 400 messages/s).
 Writes bench/results/faults.json. Usage: python bench/faults_bench.py [--outage-s 300 --rate R]
@@ -45,6 +47,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bench.stack_env import bench_stack
+    from tests.faults.collector import CollectorKill
     from tests.faults.matrix import FAULTS, FaultRun
 
     home, _env, _cli = bench_stack("faults")  # writes the test stack's ports; the run makes its own topics
@@ -63,6 +66,15 @@ def main() -> None:
             tickets = run.ticket_check()
         finally:
             run.teardown()
+        # The collector's fault on its own (Kafka only): Kafka away longer than the producer's
+        # 5-minute message timeout, so failed deliveries are retried before the kill.
+        killed = CollectorKill(home, Path(work) / "collector",
+                               log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
+        try:
+            collector = killed.run(kafka_down_s=args.outage_s + 30)
+        finally:
+            killed.teardown()
+            _cli("stack", "down")
     result = {
         "machine": "2 cores, 24 GiB; the whole stack with RT and Alertmanager on it",
         "input": {"hosts": args.hosts, "days": args.days, "messages": len(run.data), "rate_per_s": rate,
@@ -78,7 +90,7 @@ def main() -> None:
         "tickets": {key: (value if not isinstance(value, list) else len(value)) for key, value in tickets.items()},
         "python_worker": "thread mode: the Python operators run inside the TaskManager's JVM, so kill_taskmanager "
                          "kills the Python worker too",
-        "not_covered": ["kill -9 of a collector mid-run (`pathwatch collect`)"],
+        "kill_collector": collector,
         "total_s": round(time.monotonic() - started, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
