@@ -19,7 +19,7 @@ EXAMPLE = "ingest/mesh.example.yaml"
 
 
 def collect(
-    mesh: Annotated[Path, typer.Option("--mesh", "-m", help=f"Mesh file (YAML/JSON): hosts, groups, tests. Example: {EXAMPLE}.")],
+    mesh: Annotated[Path, typer.Option("--mesh", "-m", help=f"Mesh file (YAML/JSON: hosts, groups, tests; example: {EXAMPLE}) or a pSConfig template (JSON).")],
     host: Annotated[Optional[str], typer.Option(envvar="PATHWATCH_COLLECT_HOST", help="The mesh host this collector runs on (default: the one whose address is this machine's).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run every task once, then exit (for tests and cron); jitter is ignored.")] = False,
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Append the envelopes as JSON Lines to this file instead of publishing to Kafka; - writes standard output.")] = None,

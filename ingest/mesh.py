@@ -328,7 +328,8 @@ def mesh_from_data(data: Any, default_name: str = "mesh") -> Mesh:
 
 
 def load_mesh(path: str | Path) -> Mesh:
-    """Read and check a mesh file (YAML or JSON); errors name the file, the field and the reason."""
+    """Read and check a mesh file (YAML or JSON) or a pSConfig template (``ingest/psconfig.py``);
+    errors name the file, the field and the reason."""
     import yaml
 
     path = Path(path)
@@ -343,6 +344,10 @@ def load_mesh(path: str | Path) -> Mesh:
         where = f"line {mark.line + 1}" if mark is not None else None
         raise MeshError(where, f"not YAML: {getattr(error, 'problem', None) or error}", origin=str(path)) from None
     try:
+        from .psconfig import is_psconfig, mesh_from_psconfig
+
+        if is_psconfig(data):
+            return mesh_from_psconfig(data, default_name=path.stem)
         return mesh_from_data(data, default_name=path.stem)
     except MeshError as error:
         raise MeshError(error.field, error.reason, origin=str(path)) from None

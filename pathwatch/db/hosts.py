@@ -1,7 +1,7 @@
 """The ``hosts`` table: each measurement host's site, which the dashboards filter and group by.
 
-Hosts come from a collector mesh file (``ingest/mesh.py``'s YAML) or from the ``mesh.json``
-that ``pathwatch simulate`` writes beside its data.
+Hosts come from a collector mesh file (``ingest/mesh.py``'s YAML, or a pSConfig template) or from
+the ``mesh.json`` that ``pathwatch simulate`` writes beside its data.
 
 >>> import json, tempfile
 >>> folder = Path(tempfile.mkdtemp())
@@ -28,9 +28,12 @@ class HostRow:
 
 
 def read_hosts(path: Path) -> list[HostRow]:
-    """The hosts of a simulator ``mesh.json`` or a collector mesh YAML; a host without a site is its own site."""
-    if path.suffix == ".json":
-        hosts = json.loads(path.read_text())["hosts"]
+    """The hosts of a simulator ``mesh.json``, a collector mesh YAML or a pSConfig template; a host
+    without a site is its own site."""
+    from pathwatch.ingest.psconfig import is_psconfig
+
+    if path.suffix == ".json" and not is_psconfig(data := json.loads(path.read_text())):
+        hosts = data["hosts"]
         return [HostRow(h["name"], h.get("site") or h["name"], h.get("city"), h.get("address"), h.get("asn"))
                 for h in hosts]
     from pathwatch.ingest.mesh import load_mesh
