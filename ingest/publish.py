@@ -8,6 +8,8 @@ nor when.
 
 >>> path_key({"source": "a", "destination": "b"})
 b'a>b'
+>>> path_key({"test": {"type": "trace", "spec": {"source": "a", "dest": "b"}}})  # a pscheduler run
+b'a>b'
 >>> path_key("not an object") is None
 True
 """
@@ -43,10 +45,13 @@ def path_key(value: Any) -> bytes | None:
     if not isinstance(value, dict):
         return None
     source, destination = value.get("source"), value.get("destination")
-    if source is None and destination is None:
-        data = value.get("data") if isinstance(value.get("data"), dict) else {}
-        spec = data.get("test", {}).get("spec", {}) if isinstance(data.get("test"), dict) else {}
-        source, destination = spec.get("source"), spec.get("dest") or spec.get("destination")
+    if source is None and destination is None:  # a pscheduler run, or an archiver's input holding one
+        for run in (value, value.get("result"), value.get("data")):
+            test = run.get("test") if isinstance(run, dict) else None
+            spec = test.get("spec") if isinstance(test, dict) else None
+            if isinstance(spec, dict):
+                source, destination = spec.get("source"), spec.get("dest") or spec.get("destination")
+                break
     if source is None and destination is None:
         return None
     return f"{source or ''}>{destination or ''}".encode()

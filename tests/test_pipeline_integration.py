@@ -93,6 +93,17 @@ def test_records_topic_holds_each_record_exactly_once_despite_the_kill(stream):
     assert len(set(ids)) == len({r.value["id"] for r in stream["records"]}) + len(stream["late"]) + len(stream["tails"])
 
 
+def test_a_pscheduler_kafka_archiver_message_is_read_as_it_is(stream):
+    """The run object pScheduler's Kafka archiver publishes (no envelope, no key) becomes its record."""
+    from tests.stack.streamed import ARCHIVER_DEST
+
+    run = orjson.loads(stream["archiver"])
+    rows = _rows(stream["settings"], "SELECT source, packets_sent, packets_lost, time FROM latency WHERE destination = %s",
+                 (ARCHIVER_DEST,))
+    assert [(source, sent, lost) for source, sent, lost, _ in rows] == [(run["test"]["spec"]["source"], 600, 2)]
+    assert rows[0][3].strftime("%Y-%m-%dT%H:%M:%SZ") == run["schedule"]["start"]
+
+
 def test_late_record_is_stored_and_accounted_as_not_analysed(stream):
     """The old record is refused by the detectors with a reason; so are re-sent copies of records
     its path has already moved past (the detectors keep only recent ids), and nothing else."""

@@ -148,6 +148,27 @@ def _hostile(data: list[bytes]) -> list[tuple[int, bytes]]:
     return out
 
 
+ARCHIVER_DEST = "ps-archiver.example"
+
+
+def _archiver_message(data: list[bytes]) -> tuple[int, bytes]:
+    """(index, message): a latencybg run on a path of its own, as pScheduler's Kafka archiver
+    publishes it (the run object it is handed, as it is: no pathwatch envelope, no key), to go
+    in after the message at ``index`` and stamped with its time."""
+    envelopes = [orjson.loads(body) for body in data]
+    index = [i for i, e in enumerate(envelopes) if e.get("collected_at")][-250]
+    source = min(e["source"] for e in envelopes if e.get("source"))
+    run = {"id": "archiver-run", "schedule": {"start": envelopes[index]["collected_at"], "duration": "PT60S"},
+           "test": {"type": "latencybg", "spec": {"schema": 1, "source": source, "dest": ARCHIVER_DEST,
+                                                  "packet-interval": 0.1, "flip": False}},
+           "tool": {"name": "powstream", "version": "5.1.0"},
+           "participants": [{"host": source}, {"host": ARCHIVER_DEST}],
+           "result": {"schema": 1, "succeeded": True, "packets-sent": 600, "packets-received": 598, "packets-lost": 2,
+                      "packets-duplicated": 0, "packets-reordered": 0, "max-clock-error": 1.2,
+                      "histogram-latency": {"11.10": 300, "11.20": 298}, "histogram-ttl": {"252": 598}}}
+    return index, orjson.dumps(run)
+
+
 def _bad_messages(good: list[bytes]) -> dict[str, list[bytes]]:
     """Bad inputs by what is wrong with them, built from real envelopes of the simulation."""
     envelopes = [orjson.loads(body) for body in good]
@@ -189,7 +210,8 @@ def stream(tmp_path_factory):
             "--start", "2025-12-01T00:00:00Z")
         data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
         hostile = _hostile(data)
-        for index, body in sorted(hostile, reverse=True):
+        archiver = _archiver_message(data)
+        for index, body in sorted([*hostile, archiver], reverse=True):
             data.insert(index + 1, body)
         # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
         rng = random.Random(515)
@@ -243,7 +265,7 @@ def stream(tmp_path_factory):
         _wait_caught_up(settings)
         yield {"jobs": jobs, "rescales": rescales, "home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
                "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim,
-               "hostile": [body for _, body in hostile]}
+               "hostile": [body for _, body in hostile], "archiver": archiver[1]}
     finally:
         subprocess.run([*CLI, "pipeline", "stop"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
         subprocess.run([*CLI, "stack", "down"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
