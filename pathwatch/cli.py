@@ -52,6 +52,10 @@ from pathwatch.lab.cli import notebook as _notebook  # noqa: E402
 
 app.command(name="notebook")(_notebook)
 
+from pathwatch.netlab.cli import app as netlab_app  # noqa: E402
+
+app.add_typer(netlab_app, name="lab")
+
 EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 

@@ -10,7 +10,8 @@ import pkgutil
 # package is walked from its own path rather than from pathwatch's.
 PACKAGES = ("pathwatch", "pathwatch.contract", "pathwatch.ingest", "pathwatch.ingest.formats",
             "pathwatch.models", "pathwatch.models.detectors", "pathwatch.sim", "pathwatch.evaluation",
-            "pathwatch.streaming", "pathwatch.stack", "pathwatch.db", "pathwatch.sql", "pathwatch.dashboards")
+            "pathwatch.streaming", "pathwatch.stack", "pathwatch.db", "pathwatch.sql", "pathwatch.dashboards",
+            "pathwatch.netlab")
 
 
 def _modules():

@@ -1,0 +1,112 @@
+"""``pathwatch lab``: build the network lab, inject its faults, show it, remove it (root)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="A lab of network namespaces with real kernels and tools, and the faults the case studies had (root).",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+Home = Annotated[Optional[Path], typer.Option("--home", help="State directory (default: $PATHWATCH_HOME, else .pathwatch); the lab keeps its state in lab/ there.")]
+EXIT_FAILED = 1
+
+
+def _lab(home: Optional[Path], members: Optional[int] = None):
+    from pathwatch.stack.config import default_home
+
+    from .apply import Lab
+    from .topology import Topology
+
+    state = (home.expanduser().absolute() if home else default_home()) / "lab"
+    return Lab(state, Topology(members=members) if members else None)
+
+
+def _fail(error: Exception) -> None:
+    from pathwatch.console import err_console
+
+    err_console().print(str(error), markup=False, highlight=False)
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _say(line: str) -> None:
+    from pathwatch.console import err_console
+
+    err_console().print(f"lab: {line}", markup=False, highlight=False)
+
+
+@app.command()
+def up(home: Home = None,
+       members: Annotated[int, typer.Option(min=2, max=4, help="Members of the aggregate between ra and rp.")] = 2) -> None:
+    """Build the lab (removing a previous one first): two sites, two paths, an aggregate, iperf3 servers.
+
+    Hosts a1, a2 (site A) and b1, b2 (site B); the primary path ra ═ rp ─ rb crosses a
+    MEMBERS-link aggregate (ECMP, L4 hash) and a 5 ms delay line; the backup path ra ─ rq ─ rr ─ rb
+    a 12 ms one. Addresses exist only inside the lab's namespaces (10.78.0.0/16).
+    """
+    from .apply import LabError
+
+    try:
+        _lab(home, members).up(_say)
+    except LabError as error:
+        _fail(error)
+
+
+@app.command()
+def down(home: Home = None) -> None:
+    """Stop everything in the lab and delete it: no namespace, veth, TUN, qdisc, rule or process is left."""
+    from .apply import LabError
+
+    try:
+        _lab(home).down(_say)
+    except LabError as error:
+        _fail(error)
+
+
+@app.command()
+def status(home: Home = None, as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False) -> None:
+    """The lab's namespaces, processes, delay lines, host addresses and the faults in force."""
+    from rich.console import Console
+    from rich.table import Table
+
+    current = _lab(home).status()
+    if as_json:
+        print(json.dumps(current, indent=1))
+        return
+    console = Console()
+    if not current["up"]:
+        console.print("the lab is down (`pathwatch lab up` builds it)")
+        return
+    console.print(f"lab: {len(current['namespaces'])} namespaces, {current['members']}-member aggregate, "
+                  f"delay lines {', '.join(sorted(current['delay_lines'])) or 'none'}", markup=False)
+    table = Table("host", "address")
+    for host, address in current["hosts"].items():
+        table.add_row(host, address)
+    console.print(table)
+    faults = current["faults"]
+    console.print("faults in force: " + (", ".join(f"{name} {params}" for name, params in faults.items()) or "none"),
+                  markup=False)
+
+
+@app.command()
+def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, saturation, small_buffers, firewall_loss or host_dark.")],
+          settings: Annotated[Optional[list[str]], typer.Argument(help="KEY=VALUE parameters, e.g. percent=2 member=1.", show_default=False)] = None,
+          off: Annotated[bool, typer.Option("--off", help="Remove the fault instead.")] = False,
+          home: Home = None) -> None:
+    """Inject a fault into the running lab (or remove it with --off); netlab/faults.py says what each does."""
+    from .apply import LabError
+
+    given = {}
+    for setting in settings or []:
+        key, sep, value = setting.partition("=")
+        if not sep:
+            _fail(ValueError(f"{setting!r}: parameters are KEY=VALUE"))
+        given[key] = value
+    try:
+        params = _lab(home).fault(name, given, on=not off)
+    except LabError as error:
+        _fail(error)
+    _say(f"{name} {'removed' if off else 'in force'}" + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else ""))

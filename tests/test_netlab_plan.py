@@ -1,0 +1,73 @@
+"""The lab's plan without building it (netlab/topology.py, faults.py, delayline.py's queue): no root needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from pathwatch.netlab.apply import Lab, LabError
+from pathwatch.netlab.delayline import DelayLine
+from pathwatch.netlab.faults import FAULTS, parameters
+from pathwatch.netlab.topology import Topology
+
+
+@pytest.mark.parametrize("members", [2, 3, 4])
+def test_every_link_end_gets_an_address_and_interface_names_fit_the_kernel_limit(members):
+    lab = Topology(members=members)
+    commands = [" ".join(argv) for argv in lab.build_commands()]
+    for link in lab.links:
+        assert len(link.name) <= 15 and len(link.peer_name) <= 15
+        if not link.delay_ms:
+            for node in (link.a, link.b):
+                assert any(f"addr add {lab.end_address(link, node)}/24" in c and lab.namespace(node) in c for c in commands)
+    assert len(lab.members_links()) == members
+    assert sum(f"netns add {lab.namespace(node)}" in c for node in lab.nodes for c in commands) == len(lab.nodes)
+
+
+def test_site_to_site_routes_spread_over_every_member_and_the_backup_is_one_hop_longer():
+    lab = Topology(members=3)
+    (route, _) = lab.route_commands("ra", "b", "primary")
+    assert route.count("nexthop") == 3
+    assert lab.nexthops("ra", "b", "backup") == [lab.end_address(lab.link("ra", "rq"), "rq")]
+    assert [link.delay_ms for link in lab.delay_links()] == [lab.primary_delay_ms, lab.backup_delay_ms]
+
+
+def test_the_delay_lines_run_between_the_namespaces_of_their_ends():
+    lab = Topology()
+    argv = lab.delay_line_argv(lab.link("rp", "rb"), "python3")
+    assert argv[:3] == ["python3", "-m", "pathwatch.netlab.delayline"]
+    assert argv[argv.index("--a") + 1] == "pwl-rp:rp-rb:10.78.7.1" and argv[argv.index("--delay-ms") + 1] == "5"
+
+
+def test_a_fault_takes_only_its_own_parameters():
+    assert parameters(FAULTS["saturation"], {"rate_mbit": "100"}) == {"rate_mbit": "100", "queue_ms": 40}
+    with pytest.raises(ValueError, match="saturation: unknown parameter speed .it takes rate_mbit, queue_ms"):
+        parameters(FAULTS["saturation"], {"speed": "3"})
+    with pytest.raises(ValueError, match="member: the aggregate has members 0..1, not 5"):
+        FAULTS["lag_member_loss"].on(Topology(), {"member": 5, "percent": 1})
+    with pytest.raises(ValueError, match="host: one of a1, a2, b1, b2"):
+        FAULTS["host_dark"].on(Topology(), {"host": "ra"})
+
+
+def test_each_fault_can_be_removed_and_its_firewall_rules_live_in_a_table_of_its_own():
+    lab = Topology()
+    tables = {}
+    for name, fault in FAULTS.items():
+        on, off = fault.on(lab, dict(fault.defaults)), fault.off(lab, dict(fault.defaults))
+        assert on and off, name
+        tables[name] = {argv[argv.index("table") + 2] for argv in on if "nft" in argv and "table" in argv}
+    assert tables["firewall_loss"] == {"pathwatch_lab_firewall_loss"}
+    assert tables["mtu_black_hole"] == {"pathwatch_lab_mtu_black_hole"}
+
+
+def test_a_fault_needs_the_lab_up_and_root(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(LabError, match="the lab needs root"):
+        Lab(tmp_path, Topology(prefix="pwu-")).fault("route_change")
+
+
+def test_the_delay_line_releases_packets_in_order_once_due_and_drops_beyond_its_queue():
+    line = DelayLine(delay_s=0.010, max_packets=2)
+    for n, at in enumerate((1.000, 1.001, 1.002)):
+        line.take(7, f"p{n}".encode(), now=at)
+    assert line.dropped == 1 and line.next_due() == pytest.approx(1.010)
+    assert line.due(7, now=1.0105) == [b"p0"] and line.due(7, now=1.02) == [b"p1"] and line.due(7, now=2.0) == []
