@@ -1,0 +1,145 @@
+"""The lab's measurement hosts, each running pathwatch's collector with the real tools inside its
+namespace, publishing to the stack's Kafka on the lab's compressed clock.
+
+The mesh is a pSConfig template (:func:`lab_template`), the JSON perfSONAR users keep: latency
+(ping) and traces (tracepath and traceroute) between every pair of hosts, throughput (iperf3)
+between the sites. Cadences are in real seconds; on the lab clock (``clock.py``) they become
+the usual perfSONAR ones (a trace every 40 lab minutes at 600× ...). One process runs the
+collector of every host (:class:`~pathwatch.ingest.collect.Collector`, the production loop),
+each with a runner that starts its tools inside the host's namespace, and sends everything
+through one spool and producer, exactly as ``pathwatch collect`` does.
+
+    python -m pathwatch.netlab.collectors --state .pathwatch/lab --tag r1 --bootstrap 127.0.0.1:19092 \\
+        --topic pathwatch.raw --factor 600 --lab-origin 1764000000
+
+runs until SIGTERM/SIGINT.
+
+>>> from pathwatch.netlab.topology import Topology
+>>> template = lab_template(Topology(), tag="r1")
+>>> sorted(template["addresses"])[:2], template["addresses"]["a1.r1.lab"]["address"]
+(['a1.r1.lab', 'a2.r1.lab'], '10.78.1.1')
+>>> sorted(template["tasks"])
+['latency', 'throughput', 'trace-tracepath', 'trace-traceroute']
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from pathwatch.ingest.collect import Collector, Log, Runner, find_executable
+
+from .topology import SITE_A_HOSTS, SITE_B_HOSTS, Topology
+
+# Real seconds between runs of each test (with jitter up to half of it), and the test specs.
+CADENCE = {"latency": 3.0, "trace": 4.0, "throughput": 20.0}
+
+
+def host_name(host: str, tag: str) -> str:
+    """What records call a lab host: ``a1.<tag>.lab`` (a tag per run keeps runs apart)."""
+    return f"{host}.{tag}.lab"
+
+
+def lab_template(topology: Topology, tag: str, cadence: dict[str, float] = CADENCE) -> dict:
+    """The lab's mesh as a pSConfig template."""
+    names = {host: host_name(host, tag) for host in topology.hosts}
+    addresses = {names[host]: {"address": topology.address(host),
+                               "_meta": {"site": "LAB-A" if host in SITE_A_HOSTS else "LAB-B"}}
+                 for host in topology.hosts}  # fmt: skip
+    everyone = [{"name": names[host]} for host in topology.hosts]
+
+    def schedule(seconds: float) -> dict:
+        return {"repeat": f"PT{seconds:g}S", "slip": f"PT{seconds / 2:g}S", "sliprand": True}
+
+    return {
+        "_meta": {"display-name": f"lab-{tag}"},
+        "addresses": addresses,
+        "groups": {"everyone": {"type": "mesh", "addresses": everyone},
+                   "between-sites": {"type": "disjoint", "a-addresses": [{"name": names[h]} for h in SITE_A_HOSTS],
+                                     "b-addresses": [{"name": names[h]} for h in SITE_B_HOSTS]}},
+        "tests": {"rtt": {"type": "rtt", "spec": {"source": "{% address[0] %}", "dest": "{% address[1] %}",
+                                                  "count": 20, "interval": "PT0.05S"}},
+                  "trace": {"type": "trace", "spec": {"source": "{% address[0] %}", "dest": "{% address[1] %}",
+                                                      "wait": "PT1S", "hops": 12}},
+                  "throughput": {"type": "throughput", "spec": {"source": "{% address[0] %}",
+                                                                "dest": "{% address[1] %}", "duration": "PT3S",
+                                                                "bandwidth": 200_000_000}}},
+        "schedules": {kind: schedule(seconds) for kind, seconds in cadence.items()},
+        "tasks": {"latency": {"group": "everyone", "test": "rtt", "schedule": "latency"},
+                  "trace-tracepath": {"group": "everyone", "test": "trace", "schedule": "trace", "tools": ["tracepath"]},
+                  "trace-traceroute": {"group": "everyone", "test": "trace", "schedule": "trace", "tools": ["traceroute"]},
+                  "throughput": {"group": "between-sites", "test": "throughput", "schedule": "throughput"}},
+    }  # fmt: skip
+
+
+class NamespaceRunner(Runner):
+    """Runs each tool inside a network namespace (``ip netns exec``); the run keeps the tool's own argv."""
+
+    def __init__(self, namespace: str, **kwargs):
+        super().__init__(**kwargs)
+        self.prefix = [find_executable("ip") or "ip", "netns", "exec", namespace]
+
+    def run(self, argv: list[str], timeout: float, merge_stderr: bool):
+        done = super().run([*self.prefix, *argv], timeout, merge_stderr)
+        return dataclasses.replace(done, argv=tuple(argv))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from rich.console import Console
+
+    from pathwatch.ingest.psconfig import mesh_from_psconfig
+    from pathwatch.ingest.mesh import tasks_for
+    from pathwatch.ingest.publish import RawPublisher
+    from pathwatch.ingest.spool import Spool
+    from pathwatch.ingest.spooled_publisher import SpooledPublisher
+
+    from .apply import Lab
+    from .clock import LabClock
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state", type=Path, required=True, help="the lab's state directory (lab up wrote it)")
+    parser.add_argument("--tag", required=True, help="names this run's hosts a1.<tag>.lab ...")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--factor", type=float, required=True, help="lab seconds per real second")
+    parser.add_argument("--lab-origin", type=float, required=True, help="the lab time (epoch s) of now")
+    args = parser.parse_args(argv)
+
+    lab = Lab(args.state)
+    topology = lab.topology
+    mesh = mesh_from_psconfig(lab_template(topology, args.tag))
+    clock = LabClock(time.time(), args.lab_origin, args.factor)
+    spool = Spool(args.state / "spool" / args.tag)
+    spool.open()
+    publisher = SpooledPublisher(RawPublisher(args.bootstrap, args.topic), spool)
+    publisher.start()
+    console = Console(stderr=True, width=200)
+    collectors = []
+    for host in topology.hosts:
+        name = host_name(host, args.tag)
+        log = Log(console)
+        collectors.append(Collector(mesh.name, tasks_for(mesh, name), lambda e: publisher.send_envelope(clock.restamp(e)),
+                                    log, workers=4, runner=NamespaceRunner(topology.namespace(host))))  # fmt: skip
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    threads = [threading.Thread(target=c.run, name=f"collect-{h}") for c, h in zip(collectors, topology.hosts)]
+    for thread in threads:
+        thread.start()
+    print("ready", flush=True)
+    stop.wait()
+    for collector in collectors:
+        collector.stop()
+    for thread in threads:
+        thread.join(60)
+    left = publisher.close(timeout=30)
+    print(f"collectors stopped; {left} envelopes left in the spool", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
