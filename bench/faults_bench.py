@@ -44,6 +44,8 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=6)
     parser.add_argument("--days", type=int, default=8)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "faults.json")
+    parser.add_argument("--collector-only", action="store_true",
+                        help="run only the collector kill and update its entry in --out (the matrix figures stay)")
     args = parser.parse_args()
 
     from bench.stack_env import bench_stack
@@ -53,6 +55,21 @@ def main() -> None:
     home, _env, _cli = bench_stack("faults")  # writes the test stack's ports; the run makes its own topics
     rate = args.rate or default_rate()
     started = time.monotonic()
+    if args.collector_only:
+        with tempfile.TemporaryDirectory(prefix="pathwatch-faults-") as work:
+            killed = CollectorKill(home, Path(work),
+                                   log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
+            try:
+                collector = killed.run(kafka_down_s=args.outage_s + 30)
+            finally:
+                killed.teardown()
+                _cli("stack", "down")
+        result = json.loads(args.out.read_text())
+        result["kill_collector"] = {**collector, "run": "on its own (--collector-only), after the matrix run above"}
+        result.pop("not_covered", None)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(collector, indent=1))
+        return
     with tempfile.TemporaryDirectory(prefix="pathwatch-faults-") as work:
         run = FaultRun(home, Path(work), outage_s=args.outage_s, kill_down_s=args.kill_down_s, rate=rate,
                        hosts=args.hosts, days=args.days,

@@ -1,0 +1,211 @@
+"""Scenarios: a fault injected into the running lab while its collectors measure, judged by the
+running pipeline (``pathwatch lab scenario NAME``).
+
+Each run names its hosts afresh (``a1.<tag>.lab``: new paths, so no detector state carries over
+from an earlier run) and runs on the lab clock (``clock.py``, ``factor`` lab seconds per real
+second; the run is placed so that it ends about now). It measures ``baseline_h`` lab hours
+(the detectors learn a path's routes and levels), injects the fault for ``fault_h``, removes
+it, measures ``after_h`` more, and then reads the anomalies the pipeline stored for its hosts:
+
+- detected: an anomaly of an expected kind on an affected path, starting after the injection;
+  its delay is from the injection to its start (lab hours) and to the row (real seconds);
+- false alarms: every other anomaly of the run (a benign scenario expects none at all).
+
+>>> SCENARIOS["route_change"].expect, SCENARIOS["benign"].fault is None
+(('route_change',), True)
+>>> affected(SCENARIOS["host_dark"], "t1", "a1.t1.lab", "b2.t1.lab"), affected(SCENARIOS["host_dark"], "t1", "a1.t1.lab", "b1.t1.lab")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .collectors import host_name
+from .topology import SITE_A_HOSTS, SITE_B_HOSTS
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A fault (None: a benign run), what names it, which paths it touches, how long each phase lasts."""
+
+    name: str
+    does: str
+    fault: str | None
+    params: dict = field(default_factory=dict)
+    expect: tuple[str, ...] = ()
+    touches: str = "between-sites"      # "between-sites", or a host whose paths (both ways) it touches
+    baseline_h: float = 30.0
+    fault_h: float = 8.0
+    after_h: float = 4.0
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
+    Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
+             expect=("mtu_blackhole",)),
+    Scenario("lag_member_loss", "one aggregate member drops 2 % (flows hashed onto it suffer)", "lag_member_loss",
+             {"member": "0", "percent": "2"}, expect=("loss_step", "rising_loss")),
+    Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
+             expect=("window_limited", "throughput_drop"), touches="a1"),
+    Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
+             expect=("loss_step",)),
+    Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
+    Scenario("benign", "no fault: the lab as it is", None),
+)}  # fmt: skip
+
+
+def affected(scenario: Scenario, tag: str, source: str | None, destination: str | None) -> bool:
+    """Whether the path ``source``→``destination`` is one the scenario's fault touches."""
+    ends = {source, destination}
+    if scenario.touches == "between-sites":
+        a = {host_name(h, tag) for h in SITE_A_HOSTS}
+        b = {host_name(h, tag) for h in SITE_B_HOSTS}
+        return bool(ends & a) and bool(ends & b)
+    return host_name(scenario.touches, tag) in ends
+
+
+@dataclass
+class Outcome:
+    """What one scenario run found."""
+
+    scenario: str
+    tag: str
+    factor: float
+    expected: tuple[str, ...]
+    injected_lab: str | None = None
+    detected: dict | None = None            # the first anomaly of an expected kind on an affected path
+    delay_lab_h: float | None = None        # from the injection to its start
+    delay_real_s: float | None = None       # from the injection until its row was there
+    false_alarms: list[dict] = field(default_factory=list)
+    records: int = 0
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        if not self.expected:
+            return not self.false_alarms
+        return self.detected is not None
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {**asdict(self), "passed": self.passed}
+
+
+def _anomalies(database_url: str, tag: str) -> list[dict]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    pattern = f"%.{tag}.lab"
+    with psycopg.connect(database_url, row_factory=dict_row) as connection:
+        return connection.execute(
+            "SELECT id::text, kind, source, destination, start, end_time, summary FROM anomalies "
+            "WHERE source LIKE %s OR destination LIKE %s ORDER BY start", (pattern, pattern)).fetchall()
+
+
+def _records(database_url: str, tag: str) -> int:
+    import psycopg
+
+    pattern = f"%.{tag}.lab"
+    with psycopg.connect(database_url) as connection:
+        return sum(connection.execute(f"SELECT count(*) FROM {table} WHERE source LIKE %s", (pattern,)).fetchone()[0]
+                   for table in ("latency", "trace", "throughput"))  # fmt: skip
+
+
+def run(scenario: Scenario, lab, settings, factor: float = 600.0,
+        report: Callable[[str], None] = lambda line: None, poll_s: float = 5.0) -> Outcome:
+    """Run ``scenario`` in the running ``lab`` against the running pipeline of ``settings``."""
+    from pathwatch.contract.timefmt import from_epoch
+
+    tag = uuid.uuid4().hex[:6]
+    phases = (scenario.baseline_h, scenario.fault_h, scenario.after_h)
+    total_lab_s = sum(phases) * 3600
+    started = time.time()
+    lab_origin = started - total_lab_s                      # the run ends about now, on the lab clock
+    outcome = Outcome(scenario.name, tag, factor, scenario.expect)
+    log = (lab.state_dir / f"collectors-{tag}.log").open("wb")
+    collectors = subprocess.Popen([sys.executable, "-m", "pathwatch.netlab.collectors", "--state", str(lab.state_dir),
+                                   "--tag", tag, "--bootstrap", settings.bootstrap, "--topic", settings.topics["raw"],
+                                   "--factor", f"{factor:g}", "--lab-origin", f"{lab_origin:.3f}"],
+                                  stdout=subprocess.PIPE, stderr=log, start_new_session=True)  # fmt: skip
+    if collectors.stdout.readline().strip() != b"ready":
+        collectors.kill()
+        raise RuntimeError(f"the lab's collectors did not start: see {log.name}")
+    report(f"{scenario.name} [{tag}]: hosts *.{tag}.lab measuring at {factor:g}× "
+           f"({phases[0]:g} h baseline, {phases[1]:g} h fault, {phases[2]:g} h after, lab time; "
+           f"{total_lab_s / factor / 60:.1f} min real)")  # fmt: skip
+    injected_real = None
+    try:
+        time.sleep(phases[0] * 3600 / factor)
+        if scenario.fault:
+            lab.fault(scenario.fault, dict(scenario.params))
+        injected_real = time.time()
+        outcome.injected_lab = from_epoch(int(lab_origin + (injected_real - started) * factor))
+        report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
+                                              if scenario.fault else "no fault (benign run)"))  # fmt: skip
+        end_fault = injected_real + phases[1] * 3600 / factor
+        while time.time() < end_fault:
+            time.sleep(min(poll_s, max(0.0, end_fault - time.time())))
+            _judge(outcome, scenario, settings, injected_real, report)
+        if scenario.fault:
+            lab.fault(scenario.fault, on=False)
+            report(f"{scenario.name} [{tag}]: {scenario.fault} removed")
+        time.sleep(phases[2] * 3600 / factor)
+    finally:
+        collectors.terminate()
+        collectors.wait(120)
+        if scenario.fault and scenario.fault in lab.faults:
+            lab.fault(scenario.fault, on=False)
+    _wait_stored(settings)
+    _judge(outcome, scenario, settings, injected_real, report, final=True)
+    outcome.records = _records(settings.database_url, tag)
+    outcome.seconds = round(time.time() - started, 1)
+    return outcome
+
+
+def _wait_stored(settings, timeout: float = 300) -> None:
+    from pathwatch.streaming.pipeline import job_lag
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(job_lag(settings, name) for name in ("normalise", "detect", "store")):
+            return
+        time.sleep(2)
+
+
+def _judge(outcome: Outcome, scenario: Scenario, settings, injected_real: float | None,
+           report: Callable[[str], None], final: bool = False) -> None:
+    from pathwatch.contract.timefmt import format_utc
+
+    from pathwatch.models.observe import epoch
+
+    rows = _anomalies(settings.database_url, outcome.tag)
+    injected = epoch(outcome.injected_lab) if outcome.injected_lab else None
+    hits = [row for row in rows if scenario.fault and row["kind"] in scenario.expect
+            and affected(scenario, outcome.tag, row["source"], row["destination"])
+            and injected is not None and row["start"].timestamp() >= injected]  # fmt: skip
+    if hits and outcome.detected is None:
+        first = hits[0]
+        outcome.detected = {key: (format_utc(value) if hasattr(value, "tzinfo") else value)
+                            for key, value in first.items()}  # fmt: skip
+        outcome.delay_lab_h = round((first["start"].timestamp() - injected) / 3600, 2)
+        outcome.delay_real_s = round(time.time() - injected_real, 1)
+        report(f"{scenario.name} [{outcome.tag}]: detected {first['kind']} {first['source']}→{first['destination']} "
+               f"({outcome.delay_lab_h} lab h after the injection, row {outcome.delay_real_s} s after it): "
+               f"{first['summary']}")  # fmt: skip
+    if final:
+        hit_ids = {row["id"] for row in hits}
+        outcome.false_alarms = [{"kind": row["kind"], "source": row["source"], "destination": row["destination"],
+                                 "start": format_utc(row["start"]), "summary": row["summary"]}
+                                for row in rows if row["id"] not in hit_ids]  # fmt: skip
+
+
+def results_path(home: Path) -> Path:
+    return home / "lab" / "scenarios.jsonl"
