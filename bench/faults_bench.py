@@ -55,15 +55,21 @@ def main() -> None:
     home, _env, _cli = bench_stack("faults")  # writes the test stack's ports; the run makes its own topics
     rate = args.rate or default_rate()
     started = time.monotonic()
+    log = lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True)  # noqa: E731
+
+    def kill_collector(work: Path) -> dict:
+        """The collector's fault on its own (Kafka only): Kafka away longer than the producer's
+        5-minute message timeout, so failed deliveries are retried before the kill."""
+        killed = CollectorKill(home, work, log=log)
+        try:
+            return killed.run(kafka_down_s=args.outage_s + 30)
+        finally:
+            killed.teardown()
+            _cli("stack", "down")
+
     if args.collector_only:
         with tempfile.TemporaryDirectory(prefix="pathwatch-faults-") as work:
-            killed = CollectorKill(home, Path(work),
-                                   log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
-            try:
-                collector = killed.run(kafka_down_s=args.outage_s + 30)
-            finally:
-                killed.teardown()
-                _cli("stack", "down")
+            collector = kill_collector(Path(work))
         result = json.loads(args.out.read_text())
         result["kill_collector"] = {**collector, "run": "on its own (--collector-only), after the matrix run above"}
         result.pop("not_covered", None)
@@ -72,8 +78,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="pathwatch-faults-") as work:
         run = FaultRun(home, Path(work), outage_s=args.outage_s, kill_down_s=args.kill_down_s, rate=rate,
-                       hosts=args.hosts, days=args.days,
-                       log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
+                       hosts=args.hosts, days=args.days, log=log)
         try:
             run.prepare()
             run.run(FAULTS)
@@ -83,15 +88,7 @@ def main() -> None:
             tickets = run.ticket_check()
         finally:
             run.teardown()
-        # The collector's fault on its own (Kafka only): Kafka away longer than the producer's
-        # 5-minute message timeout, so failed deliveries are retried before the kill.
-        killed = CollectorKill(home, Path(work) / "collector",
-                               log=lambda line: print(f"[{time.monotonic() - started:7.0f} s] {line}", flush=True))
-        try:
-            collector = killed.run(kafka_down_s=args.outage_s + 30)
-        finally:
-            killed.teardown()
-            _cli("stack", "down")
+        collector = kill_collector(Path(work) / "collector")
     result = {
         "machine": "2 cores, 24 GiB; the whole stack with RT and Alertmanager on it",
         "input": {"hosts": args.hosts, "days": args.days, "messages": len(run.data), "rate_per_s": rate,
