@@ -56,6 +56,7 @@ class CollectorKill:
         self.run_id = uuid.uuid4().hex[:8]
         self.env = {**stack_env(home, self.run_id, tickets=False, prefix="collector"), "COLUMNS": "300"}
         self.name = f"collector-{self.run_id}"
+        work.mkdir(parents=True, exist_ok=True)
         self.mesh = work / "mesh.yaml"
         self.mesh.write_text(MESH.format(name=self.name))
         self.spool = work / "spool"
