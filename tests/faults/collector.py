@@ -99,8 +99,9 @@ class CollectorKill:
 
         self._kafka(up=True)
         bootstrap = self._bootstrap()
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
+        if self.topic not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics:
+            # `stack up` makes the configured topics; this is for a Kafka that did not
+            AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(self.topic, 1, 1)])[self.topic].result(30)
         first_log, second_log = self.work / "collect-1.log", self.work / "collect-2.log"
 
         collector = self._start_collector(first_log)
