@@ -44,10 +44,11 @@ def main() -> None:
     started = time.monotonic()
     outcomes = []
     try:
-        for name in args.scenarios.split(","):
+        for number, name in enumerate(args.scenarios.split(",")):
             print(f"[{time.monotonic() - started:6.0f} s] {name}", flush=True)
-            done = subprocess.run([*CLI, "lab", "scenario", name, "--factor", f"{args.factor:g}", "--home", str(home)],
-                                  env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
+            fresh = ["--fresh"] if number == 0 else []  # no state an earlier run of the test stack left
+            done = subprocess.run([*CLI, "lab", "scenario", name, "--factor", f"{args.factor:g}", "--home", str(home),
+                                   *fresh], env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
             lines = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
             outcome = next((o for o in reversed(lines) if o["scenario"] == name), None)
             if outcome is None:

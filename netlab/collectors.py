@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         name = host_name(host, args.tag)
         log = Log(console)
         collectors.append(Collector(mesh.name, tasks_for(mesh, name), lambda e: publisher.send_envelope(clock.restamp(e)),
-                                    log, workers=4, runner=NamespaceRunner(topology.namespace(host))))  # fmt: skip
+                                    log, workers=8, runner=NamespaceRunner(topology.namespace(host))))  # fmt: skip
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

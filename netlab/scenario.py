@@ -7,8 +7,10 @@ second; the run is placed so that it ends about now). It measures ``baseline_h``
 (the detectors learn a path's routes and levels), injects the fault for ``fault_h``, removes
 it, measures ``after_h`` more, and then reads the anomalies the pipeline stored for its hosts:
 
-- detected: an anomaly of an expected kind on an affected path, starting after the injection;
-  its delay is from the injection to its start (lab hours) and to the row (real seconds);
+- detected: an anomaly of an expected kind on an affected path, starting after the injection
+  (or within ``RUN_SLACK_S`` real seconds before it: a run stamped with its start that began
+  just before the injection sent its probes after it); its delay is from the injection to its
+  start (lab hours) and to the row (real seconds);
 - false alarms: every other anomaly of the run (a benign scenario expects none at all).
 
 >>> SCENARIOS["route_change"].expect, SCENARIOS["benign"].fault is None
@@ -29,6 +31,8 @@ from pathlib import Path
 
 from .collectors import host_name
 from .topology import SITE_A_HOSTS, SITE_B_HOSTS
+
+RUN_SLACK_S = 2.0   # real seconds a run may have started before the injection and still probe after it
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,7 @@ def _judge(outcome: Outcome, scenario: Scenario, settings, injected_real: float 
     injected = epoch(outcome.injected_lab) if outcome.injected_lab else None
     hits = [row for row in rows if scenario.fault and row["kind"] in scenario.expect
             and affected(scenario, outcome.tag, row["source"], row["destination"])
-            and injected is not None and row["start"].timestamp() >= injected]  # fmt: skip
+            and injected is not None and row["start"].timestamp() >= injected - RUN_SLACK_S * outcome.factor]  # fmt: skip
     if hits and outcome.detected is None:
         first = hits[0]
         outcome.detected = {key: (format_utc(value) if hasattr(value, "tzinfo") else value)
