@@ -6,8 +6,12 @@ faster than the wall clock: a test that starts ``t`` real seconds after the scen
 stamped ``origin + factor × t``. Each measurement stays a real tool's real output; only the
 time it *started* moves. Times inside one run keep their real spacing (a 10-second iperf3 run
 still lasts 10 seconds; ping's per-packet ``-D`` stamps stay 0.2 s apart), so nothing a
-measurement says about the network is stretched. Every re-stamped envelope says so in
-``meta.lab_clock`` (the factor and the real collection time).
+measurement says about the network is stretched. Its ``collected_at`` is the lab time of its
+real collection: results reach the pipeline in the order the lab clock says they were
+collected (a one-second ping run is collected 15 lab minutes after it started at 900×, after a
+trace that started later and took a tenth of a second; stamped with its real length it would
+seem collected long before results that arrived ahead of it, and be late). Every re-stamped
+envelope says so in ``meta.lab_clock`` (the factor and the real collection time).
 
 What moves: the envelope's ``collected_at`` and ``meta.started_at``; iperf3's
 ``start.timestamp`` (``timesecs`` and ``time``); ping's ``-D`` stamps; scamper's ``start``.
@@ -20,8 +24,8 @@ Traceroute, tracepath and mtr output carries no time.
 ...             "meta": {"started_at": "1970-01-01T00:16:50Z"},
 ...             "payload": "[1010.000100] 64 bytes from 10.0.0.2\\n[1010.200200] 64 bytes from 10.0.0.2\\n"}
 >>> out = clock.restamp(envelope)
->>> out["collected_at"], out["meta"]["started_at"]
-('2023-11-14T22:23:22Z', '2023-11-14T22:23:20Z')
+>>> out["collected_at"], out["meta"]["started_at"]   # collected 2 real s = 2 lab min after it started
+('2023-11-14T22:25:20Z', '2023-11-14T22:23:20Z')
 >>> out["payload"].splitlines()[1]
 '[1700000600.200200] 64 bytes from 10.0.0.2'
 """
@@ -60,8 +64,8 @@ class LabClock:
         meta = out.setdefault("meta", {})
         real_collected = epoch(out["collected_at"])
         real_started = epoch(meta["started_at"]) if meta.get("started_at") else real_collected
-        shift = self.lab(real_started) - real_started  # the whole run moves by the same amount
-        out["collected_at"] = from_epoch(int(real_collected + shift))
+        shift = self.lab(real_started) - real_started  # the run and its own times move by the same amount
+        out["collected_at"] = from_epoch(int(self.lab(real_collected)))
         if meta.get("started_at"):
             meta["started_at"] = from_epoch(int(real_started + shift))
         meta["lab_clock"] = {"factor": self.factor, "real_collected_at": envelope["collected_at"]}
