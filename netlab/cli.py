@@ -152,7 +152,7 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     path = results_path(config.home)
     with path.open("a") as file:
         file.write(json.dumps(outcome.to_dict()) + "\n")
-    _say(f"{name}: {'PASSED' if outcome.passed else 'FAILED'} — {outcome.records} records, "
+    _say(f"{name}: {'PASSED' if outcome.passed else 'FAILED'} — {outcome.records} records ({outcome.late} late), "
          f"{len(outcome.false_alarms)} other anomalies; written to {path}")
     for alarm in outcome.false_alarms:
         _say(f"  other: {alarm['kind']} {alarm['source']}→{alarm['destination']} from {alarm['start']}: {alarm['summary']}")

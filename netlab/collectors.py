@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shutil
 import signal
 import sys
 import threading
@@ -85,7 +87,11 @@ class NamespaceRunner(Runner):
         self.prefix = [find_executable("ip") or "ip", "netns", "exec", namespace]
 
     def run(self, argv: list[str], timeout: float, merge_stderr: bool):
-        done = super().run([*self.prefix, *argv], timeout, merge_stderr)
+        # The tool by its bare name when that is the one on PATH: tools name themselves as they
+        # were invoked in their diagnostics ("ping: ..."), and `ip netns exec` invokes as given.
+        name = os.path.basename(argv[0])
+        tool = name if shutil.which(name) == argv[0] else argv[0]
+        done = super().run([*self.prefix, tool, *argv[1:]], timeout, merge_stderr)
         return dataclasses.replace(done, argv=tuple(argv))
 
 

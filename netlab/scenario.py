@@ -3,7 +3,10 @@ running pipeline (``pathwatch lab scenario NAME``).
 
 Each run names its hosts afresh (``a1.<tag>.lab``: new paths, so no detector state carries over
 from an earlier run) and runs on the lab clock (``clock.py``, ``factor`` lab seconds per real
-second; the run is placed so that it ends about now). It measures ``baseline_h`` lab hours
+second). A run is placed to end about now, but never before an hour after the end of the last
+run (``<state>/clock.json``): the detect job releases records once the newest record it has
+seen has moved past them, so a run placed before an earlier one would be late from its first
+record. It measures ``baseline_h`` lab hours
 (the detectors learn a path's routes and levels), injects the fault for ``fault_h``, removes
 it, measures ``after_h`` more, and then reads the anomalies the pipeline stored for its hosts:
 
@@ -89,6 +92,7 @@ class Outcome:
     delay_real_s: float | None = None       # from the injection until its row was there
     false_alarms: list[dict] = field(default_factory=list)
     records: int = 0
+    late: int = 0                           # of them, stored but not analysed (arrived after their path moved on)
     seconds: float = 0.0
 
     @property
@@ -114,13 +118,17 @@ def _anomalies(database_url: str, tag: str) -> list[dict]:
             "WHERE source LIKE %s OR destination LIKE %s ORDER BY start", (pattern, pattern)).fetchall()
 
 
-def _records(database_url: str, tag: str) -> int:
+def _records(database_url: str, tag: str) -> tuple[int, int]:
+    """(records stored for the run's hosts, those the detectors did not analyse because they were late)."""
     import psycopg
 
     pattern = f"%.{tag}.lab"
     with psycopg.connect(database_url) as connection:
-        return sum(connection.execute(f"SELECT count(*) FROM {table} WHERE source LIKE %s", (pattern,)).fetchone()[0]
-                   for table in ("latency", "trace", "throughput"))  # fmt: skip
+        stored = sum(connection.execute(f"SELECT count(*) FROM {table} WHERE source LIKE %s", (pattern,)).fetchone()[0]
+                     for table in ("latency", "trace", "throughput"))  # fmt: skip
+        late = connection.execute("SELECT count(*) FROM dead_letters WHERE stage = 'detect' AND reason LIKE 'late%%' "
+                                  "AND input LIKE %s", (f"%.{tag}.lab%",)).fetchone()[0]  # fmt: skip
+    return stored, late
 
 
 def run(scenario: Scenario, lab, settings, factor: float = 600.0,
@@ -132,7 +140,7 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     phases = (scenario.baseline_h, scenario.fault_h, scenario.after_h)
     total_lab_s = sum(phases) * 3600
     started = time.time()
-    lab_origin = started - total_lab_s                      # the run ends about now, on the lab clock
+    lab_origin = max(started - total_lab_s, _last_end(lab.state_dir) + 3600)
     outcome = Outcome(scenario.name, tag, factor, scenario.expect)
     log = (lab.state_dir / f"collectors-{tag}.log").open("wb")
     collectors = subprocess.Popen([sys.executable, "-m", "pathwatch.netlab.collectors", "--state", str(lab.state_dir),
@@ -165,13 +173,30 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     finally:
         collectors.terminate()
         collectors.wait(120)
+        _save_end(lab.state_dir, lab_origin + (time.time() - started) * factor)
         if scenario.fault and scenario.fault in lab.faults:
             lab.fault(scenario.fault, on=False)
     _wait_stored(settings)
     _judge(outcome, scenario, settings, injected_real, report, final=True)
-    outcome.records = _records(settings.database_url, tag)
+    outcome.records, outcome.late = _records(settings.database_url, tag)
     outcome.seconds = round(time.time() - started, 1)
     return outcome
+
+
+def _last_end(state_dir: Path) -> float:
+    """The lab time at which the last run ended (0 when none ran)."""
+    import json
+
+    try:
+        return float(json.loads((state_dir / "clock.json").read_text())["lab_end"])
+    except FileNotFoundError:
+        return 0.0
+
+
+def _save_end(state_dir: Path, lab_end: float) -> None:
+    import json
+
+    (state_dir / "clock.json").write_text(json.dumps({"lab_end": max(lab_end, _last_end(state_dir))}) + "\n")
 
 
 def _wait_stored(settings, timeout: float = 300) -> None:

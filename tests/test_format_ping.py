@@ -20,6 +20,7 @@ FIXTURES = [
     "iputils-20221126-error-address-family-not-supported.txt",
     "iputils-20221126-error-name-resolution.txt",
     "iputils-20221126-error-network-unreachable.txt",
+    "iputils-20221126-error-network-unreachable-invoked-by-path.txt",
     "iputils-20221126-host-unreachable-errors.txt",
     "iputils-20221126-interface-from-header.txt",
     "iputils-20221126-ipv4-loopback.txt",
@@ -173,6 +174,8 @@ def test_bsd_round_trip_line_and_request_timeouts():
          "ping: localhost: Address family for hostname not supported"),
         ("iputils-legacy-handwritten-unknown-host.txt", "pw-nohost.example", "ping: unknown host pw-nohost.example"),
         ("iputils-20221126-error-network-unreachable.txt", None, "ping: connect: Network is unreachable"),
+        ("iputils-20221126-error-network-unreachable-invoked-by-path.txt", None,
+         "/usr/bin/ping: connect: Network is unreachable"),
     ],
 )  # fmt: skip
 def test_error_output_is_a_failed_measurement(name, destination, error):

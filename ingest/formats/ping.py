@@ -17,7 +17,8 @@ Field map (ping text → record, round-trip, times in ms)::
 Every reply line counts, ``(DUP!)`` ones included, as ping's own rtt summary counts them (it
 also does not mark duplicates of a broadcast ping without -v). ``From ... Destination Host
 Unreachable``, ``no answer yet`` and ``Request timeout`` lines are reports of lost probes,
-counted by the statistics line. ``ping:``, ``WARNING:`` and ``ai->`` lines are diagnostics.
+counted by the statistics line. ``ping:`` (or ``/usr/bin/ping:``: ping names itself as it was
+invoked), ``WARNING:`` and ``ai->`` lines are diagnostics.
 Output with diagnostics but no statistics (``ping: unknown host x``, ``ping: connect: Network
 is unreachable``) is a failed measurement: ``succeeded`` false, ``error`` the diagnostics,
 packet counts null, the destination from a name-resolution error when it names one. The
@@ -57,7 +58,9 @@ _RTT = re.compile(
     r"^(?:rtt|round-trip) min/avg/max(?:/(?:mdev|stddev|std-dev))? = "
     r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)(?:/(\d+(?:\.\d+)?))? ms(?:, .*)?$"
 )
-_DIAGNOSTIC = re.compile(r"^(?:ping6?: |WARNING: |ai->ai_)")
+# iputils names itself as it was invoked: ``ping: ...``, or ``/usr/bin/ping: ...`` when run by its path.
+_PROGRAM = r"(?:[^\s:]*/)?ping6?: "
+_DIAGNOSTIC = re.compile(rf"^(?:{_PROGRAM}|WARNING: |ai->ai_)")
 _PIPE = re.compile(r"^pipe \d+$")
 _COUNT_PARTS = {
     "sent": re.compile(r"^(\d+) packets transmitted$"),
@@ -69,7 +72,7 @@ _COUNT_PARTS = {
     "late": re.compile(r"^\d+ packets out of wait time$"),
 }
 _RESOLVER = re.compile(
-    r"^ping6?: (?:unknown host (?P<old>\S+)|(?P<name>[^\s:]+): (?:Name or service not known|"
+    rf"^{_PROGRAM}(?:unknown host (?P<old>\S+)|(?P<name>[^\s:]+): (?:Name or service not known|"
     r"Temporary failure in name resolution|No address associated with hostname|"
     r"Address family for hostname not supported|Non-recoverable failure in name resolution))$"
 )
@@ -78,7 +81,7 @@ _RESOLVER = re.compile(
 def looks_like(payload: str) -> bool:
     """Starts with a ``PING`` header or a ``ping:`` diagnostic, or holds ping's statistics trailer."""
     start = payload.lstrip()
-    return start.startswith(("PING ", "ping: ", "ping6: ")) or _STATISTICS_MARK in payload
+    return start.startswith("PING ") or re.match(_PROGRAM, start) is not None or _STATISTICS_MARK in payload
 
 
 def _stamp_time(seconds: str, fraction: str | None, field: str) -> str:
