@@ -2,16 +2,15 @@
 
 Detectors judge patterns that take days (a day of routes learnt, a week of daily peaks, loss
 rising over days); a lab cannot wait that long. So a scenario runs on a clock ``factor`` times
-faster than the wall clock: a test that starts ``t`` real seconds after the scenario began is
-stamped ``origin + factor × t``. Each measurement stays a real tool's real output; only the
-time it *started* moves. Times inside one run keep their real spacing (a 10-second iperf3 run
-still lasts 10 seconds; ping's per-packet ``-D`` stamps stay 0.2 s apart), so nothing a
-measurement says about the network is stretched. Its ``collected_at`` is the lab time of its
-real collection: results reach the pipeline in the order the lab clock says they were
-collected (a one-second ping run is collected 15 lab minutes after it started at 900×, after a
-trace that started later and took a tenth of a second; stamped with its real length it would
-seem collected long before results that arrived ahead of it, and be late). Every re-stamped
-envelope says so in ``meta.lab_clock`` (the factor and the real collection time).
+faster than the wall clock, and each run is stamped by when it ended: a run collected ``t`` real seconds after the scenario began ends at
+``origin + factor × t`` and keeps its real length. Each measurement stays a real tool's real
+output, and times inside one run keep their real spacing (a 3-second iperf3 run still lasts 3
+seconds; ping's per-packet ``-D`` stamps stay 0.05 s apart), so nothing a measurement says
+about the network is stretched. Placing runs by their end keeps the order they reached the
+pipeline in: placed by their start, a ping run of a second, or an iperf3 run of three, would
+be collected 15 or 45 lab minutes after it began at 900×, behind results that arrived ahead of
+it, and the detect job would count it late. Every re-stamped envelope says so in
+``meta.lab_clock`` (the factor and the real collection time).
 
 What moves: the envelope's ``collected_at`` and ``meta.started_at``; iperf3's
 ``start.timestamp`` (``timesecs`` and ``time``); ping's ``-D`` stamps; scamper's ``start``.
@@ -24,10 +23,10 @@ Traceroute, tracepath and mtr output carries no time.
 ...             "meta": {"started_at": "1970-01-01T00:16:50Z"},
 ...             "payload": "[1010.000100] 64 bytes from 10.0.0.2\\n[1010.200200] 64 bytes from 10.0.0.2\\n"}
 >>> out = clock.restamp(envelope)
->>> out["collected_at"], out["meta"]["started_at"]   # collected 2 real s = 2 lab min after it started
-('2023-11-14T22:25:20Z', '2023-11-14T22:23:20Z')
+>>> out["collected_at"], out["meta"]["started_at"]   # collected at real 1012 s: lab 1700000720, 2 s after its start
+('2023-11-14T22:25:20Z', '2023-11-14T22:25:18Z')
 >>> out["payload"].splitlines()[1]
-'[1700000600.200200] 64 bytes from 10.0.0.2'
+'[1700000718.200200] 64 bytes from 10.0.0.2'
 """
 
 from __future__ import annotations
@@ -59,13 +58,13 @@ class LabClock:
         return self.real_origin + (lab - self.lab_origin) / self.factor
 
     def restamp(self, envelope: dict) -> dict:
-        """A copy of ``envelope`` on the lab clock: its run moved to the lab time of its start."""
+        """A copy of ``envelope`` on the lab clock: its run moved to end at the lab time of its collection."""
         out = copy.deepcopy(envelope)
         meta = out.setdefault("meta", {})
         real_collected = epoch(out["collected_at"])
         real_started = epoch(meta["started_at"]) if meta.get("started_at") else real_collected
-        shift = self.lab(real_started) - real_started  # the run and its own times move by the same amount
-        out["collected_at"] = from_epoch(int(self.lab(real_collected)))
+        shift = self.lab(real_collected) - real_collected  # the run and its own times move by the same amount
+        out["collected_at"] = from_epoch(int(real_collected + shift))
         if meta.get("started_at"):
             meta["started_at"] = from_epoch(int(real_started + shift))
         meta["lab_clock"] = {"factor": self.factor, "real_collected_at": envelope["collected_at"]}
