@@ -115,7 +115,7 @@ def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole
 @app.command()
 def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark or benign.")],
              factor: Annotated[float, typer.Option(help="Lab seconds per real second (the compressed clock).")] = 600.0,
-             fresh: Annotated[bool, typer.Option("--fresh", help="Start the pipeline jobs afresh (their savepoints and checkpoints discarded) when they are not running.")] = False,
+             fresh: Annotated[bool, typer.Option("--fresh", help="Restart the pipeline jobs afresh (savepoints and checkpoints discarded) and the lab clock with them.")] = False,
              home: Home = None) -> None:
     """Run a scenario: the lab's collectors measure, the fault comes and goes, the pipeline judges.
 
@@ -141,13 +141,18 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     stack.up(config, report=lambda part, line: _say(f"stack: {part}: {line}"))
     settings = from_stack(config)
     migrate(settings.database_url, report=lambda line: None)
-    pipeline.start(settings, fresh=fresh, report=lambda line: _say(f"pipeline: {line}"))
     lab = _lab(config.home)
+    if fresh:
+        from .scenario import reset_clock
+
+        pipeline.stop(settings, report=lambda line: _say(f"pipeline: {line}"))
+        reset_clock(lab.state_dir)
+    pipeline.start(settings, fresh=fresh, report=lambda line: _say(f"pipeline: {line}"))
     try:
         if not lab.namespaces():
             lab.up(_say)
         outcome = run(SCENARIOS[name], lab, settings, factor, report=_say)
-    except LabError as error:
+    except (LabError, RuntimeError) as error:
         _fail(error)
     path = results_path(config.home)
     with path.open("a") as file:

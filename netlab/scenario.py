@@ -3,10 +3,11 @@ running pipeline (``pathwatch lab scenario NAME``).
 
 Each run names its hosts afresh (``a1.<tag>.lab``: new paths, so no detector state carries over
 from an earlier run) and runs on the lab clock (``clock.py``, ``factor`` lab seconds per real
-second). A run is placed to end about now, but never before an hour after the end of the last
-run (``<state>/clock.json``): the detect job releases records once the newest record it has
-seen has moved past them, so a run placed before an earlier one would be late from its first
-record. It measures ``baseline_h`` lab hours
+second). Runs follow each other on the lab clock, an hour apart (``<state>/clock.json``: the
+detect job releases records once the newest record it has seen has moved past them, so a run
+placed before an earlier one would be late from its first record), starting 30 days in the past
+when the clock is new (``lab scenario --fresh`` starts it anew, and the pipeline with it), and
+never running into the future: the pipeline refuses records ahead of its clock. It measures ``baseline_h`` lab hours
 (the detectors learn a path's routes and levels), injects the fault for ``fault_h``, removes
 it, measures ``after_h`` more, and then reads the anomalies the pipeline stored for its hosts:
 
@@ -36,6 +37,7 @@ from .collectors import host_name
 from .topology import SITE_A_HOSTS, SITE_B_HOSTS
 
 RUN_SLACK_S = 2.0   # real seconds a run may have started before the injection and still probe after it
+FIRST_RUN_DAYS = 30.0  # how far in the past a new lab clock starts
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,11 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     phases = (scenario.baseline_h, scenario.fault_h, scenario.after_h)
     total_lab_s = sum(phases) * 3600
     started = time.time()
-    lab_origin = max(started - total_lab_s, _last_end(lab.state_dir) + 3600)
+    last_end = _last_end(lab.state_dir)
+    lab_origin = last_end + 3600 if last_end else started - FIRST_RUN_DAYS * 86400
+    if lab_origin + total_lab_s > started:
+        raise RuntimeError(f"the lab clock has caught up with the wall clock (the last run ended at lab "
+                           f"{from_epoch(int(last_end))}): `pathwatch lab scenario --fresh` starts it anew")
     outcome = Outcome(scenario.name, tag, factor, scenario.expect)
     log = (lab.state_dir / f"collectors-{tag}.log").open("wb")
     collectors = subprocess.Popen([sys.executable, "-m", "pathwatch.netlab.collectors", "--state", str(lab.state_dir),
@@ -191,6 +197,11 @@ def _last_end(state_dir: Path) -> float:
         return float(json.loads((state_dir / "clock.json").read_text())["lab_end"])
     except FileNotFoundError:
         return 0.0
+
+
+def reset_clock(state_dir: Path) -> None:
+    """Start the lab clock anew (with a pipeline started afresh: its detectors forgot the last runs)."""
+    (state_dir / "clock.json").unlink(missing_ok=True)
 
 
 def _save_end(state_dir: Path, lab_end: float) -> None:

@@ -125,13 +125,23 @@ def format_utc_ms(ms: int) -> str:
     return format_utc(datetime.fromtimestamp(ms / 1000, tz=timezone.utc))
 
 
-def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
+def normalise(body: bytes, origin: Origin, received_ms: int, max_future_ms: int | None = None) -> list[Output]:
     """Records of one message, or a single dead letter naming the field and reason of the first error.
 
     A message holding several items (a JSON array or lines) is all-or-nothing: one bad item
     dead-letters the whole message, so it can be fixed and replayed as the unit it arrived as.
     Records take the lean path (``as_dicts``): the JSON-ready dicts the record models would dump,
     checked by the same rules, without building the models.
+
+    ``max_future_ms`` (the job passes its setting): a record whose time is further than that
+    ahead of ``received_ms`` is refused. Its measuring host's clock is wrong, and as a record it
+    would do harm: Kafka refuses a message stamped that far ahead (the normalise job would fail
+    on it again at every restart, stalling its partition), and the detectors' event time would
+    jump ahead for every path.
+
+    >>> body = b'{"format": "ping", "source": "a", "destination": "b", "collected_at": "2030-01-01T00:00:00Z", "payload": "ping: unknown host b"}'
+    >>> [(o.target, o.value["field"]) for o in normalise(body, Origin("raw", 0, 1), 1_700_000_000_000, 600_000)]
+    [('dead', 'time')]
     """
     records: list[Output] = []
     for item in read_items(body):
@@ -150,8 +160,13 @@ def normalise(body: bytes, origin: Origin, received_ms: int) -> list[Output]:
             if field is not None:
                 return [_dead(body, origin, received_ms, f"{where}{field}: a NUL character (not storable as text)",
                               field, outcome.format)]
-            records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data,
-                                  int(round(epoch(data["time"]) * 1000)), text))
+            time_ms = int(round(epoch(data["time"]) * 1000))
+            if max_future_ms is not None and time_ms > received_ms + max_future_ms:
+                ahead = (time_ms - received_ms) / 3_600_000
+                return [_dead(body, origin, received_ms,
+                              f"{where}time: {data['time']} is {ahead:.1f} h ahead of the pipeline's clock (more than "
+                              f"{max_future_ms / 1000:g} s): the measuring host's clock is wrong", "time", outcome.format)]
+            records.append(Output(RECORD, path_key(data.get("source"), data.get("destination")), data, time_ms, text))
     if not records:
         return [_dead(body, origin, received_ms, "no measurement in this input (the tool output holds no result)")]
     return records

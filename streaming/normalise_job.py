@@ -22,12 +22,13 @@ def _normalise_function():
     from pathwatch.streaming.normalise import Origin, normalise
 
     class Normalise(FlatMapFunction):
-        def __init__(self, topic: str):
-            self.topic = topic
+        def __init__(self, topic: str, max_future_ms: int):
+            self.topic, self.max_future_ms = topic, max_future_ms
 
         def flat_map(self, row):
             body, partition, offset = row[0], row[1], row[2]
-            for out in normalise(bytes(body), Origin(self.topic, partition, offset), int(time.time() * 1000)):
+            for out in normalise(bytes(body), Origin(self.topic, partition, offset), int(time.time() * 1000),
+                                 self.max_future_ms):
                 yield Row(out.target, out.key, out.text.decode(), out.time_ms)
 
     return Normalise
@@ -51,7 +52,7 @@ def build(settings):
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings,
                                       "pathwatch-normalise-deadletters"))
     stream = tables.to_data_stream(tables.from_path("raw_in"))
-    normalised = stream.flat_map(_normalise_function()(raw), output_type=Types.ROW_NAMED(
+    normalised = stream.flat_map(_normalise_function()(raw, int(settings.max_future_s * 1000)), output_type=Types.ROW_NAMED(
         ["target", "k", "v", "ts"], [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG()])).name("normalise").uid("normalise")
     tables.create_temporary_view("normalised", tables.from_data_stream(normalised))
     statements = tables.create_statement_set()

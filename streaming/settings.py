@@ -26,6 +26,7 @@ class PipelineSettings:
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
     ordering_slack_s: float = 300.0            # see streaming/ordering.py (per-path release)
+    max_future_s: float = 600.0                # records further ahead of the pipeline's clock are refused
     # The Java Kafka client's security settings (SASL/TLS, see pathwatch.stack.kafka_security),
     # given to every Kafka table and source of the jobs as ``properties.*``; empty for PLAINTEXT.
     kafka_properties: dict[str, str] = field(default_factory=dict)
@@ -71,7 +72,8 @@ def from_stack(config=None) -> PipelineSettings:
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
         store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
-        ordering_slack_s=config.pipeline_ordering_slack_s, kafka_properties=java_properties(config),
+        ordering_slack_s=config.pipeline_ordering_slack_s, max_future_s=config.pipeline_max_future_s,
+        kafka_properties=java_properties(config),
         flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
 
 

@@ -306,3 +306,25 @@ def test_a_collection_clock_years_ahead_is_not_trusted():
     for record in arrivals + later:
         assert state.accept(record) == PENDING, record["id"]
         state.release(state.ready_until(900.0))
+
+
+def test_a_record_stamped_ahead_of_the_pipelines_clock_is_a_dead_letter_not_a_stalled_partition():
+    """Kafka refuses messages stamped far ahead (1 h by default): such a record would fail the
+    normalise job at every restart. It is refused with its reason instead; a small lead passes."""
+    import orjson
+
+    from pathwatch.streaming.normalise import DEAD, RECORD, Origin, normalise
+
+    now_ms = 1_764_000_000_000
+
+    def body(ahead_s: float) -> bytes:
+        from pathwatch.contract.timefmt import from_epoch
+
+        return orjson.dumps({"format": "ping", "source": "a", "destination": "b",
+                             "collected_at": from_epoch(int(now_ms / 1000 + ahead_s)), "payload": "ping: unknown host b\n"})
+
+    (ahead,) = normalise(body(7200), Origin("raw", 0, 5), now_ms, 600_000)
+    assert ahead.target == DEAD and ahead.value["field"] == "time"
+    assert "2.0 h ahead of the pipeline's clock" in ahead.value["reason"] and "clock is wrong" in ahead.value["reason"]
+    assert [o.target for o in normalise(body(60), Origin("raw", 0, 6), now_ms, 600_000)] == [RECORD]
+    assert [o.target for o in normalise(body(7200), Origin("raw", 0, 7), now_ms)] == [RECORD]  # no limit given

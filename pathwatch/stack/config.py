@@ -91,6 +91,9 @@ class StackConfig:
     # every record id it deduplicates, every rollup); Flink parallelism.
     pipeline_ordering_delay_s: float = 900.0
     pipeline_ordering_slack_s: float = 300.0
+    # Records whose time is further ahead of the pipeline's clock are dead letters (a measuring
+    # host's clock gone wrong; Kafka refuses messages stamped much ahead: 1 h by default).
+    pipeline_max_future_s: float = 600.0
     pipeline_checkpoint_interval_s: float = 2.0
     pipeline_store_checkpoint_interval_s: float = 10.0
     pipeline_parallelism: int = 1
