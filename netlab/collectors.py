@@ -130,7 +130,10 @@ def main(argv: list[str] | None = None) -> None:
         name = host_name(host, args.tag)
         log = Log(console)
         collectors.append(Collector(mesh.name, tasks_for(mesh, name), lambda e: publisher.send_envelope(clock.restamp(e)),
-                                    log, workers=8, runner=NamespaceRunner(topology.namespace(host))))  # fmt: skip
+                                    log, workers=8, runner=NamespaceRunner(topology.namespace(host)),
+                                    # a busy iperf3 server is tried again within seconds: the lab's
+                                    # minutes are hours (production waits 10-60 s of its own time)
+                                    busy_delay=(1.0, 3.0)))  # fmt: skip
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -43,7 +43,8 @@ def _scenario(home, name: str, fresh: bool = False) -> tuple[subprocess.Complete
                             env=_environment(home), cwd=REPO, capture_output=True, text=True, timeout=1500)
     lines = (home / "lab" / "scenarios.jsonl").read_text().splitlines() if (home / "lab" / "scenarios.jsonl").exists() else []
     outcome = next((json.loads(line) for line in reversed(lines) if json.loads(line)["scenario"] == name), None)
-    assert outcome is not None, result.stderr[-4000:]
+    said = [line for line in result.stderr.splitlines() if not line.startswith(("lab: stack:", "lab: pipeline:"))]
+    assert outcome is not None, "\n".join(said)[-4000:]
     return result, outcome
 
 
