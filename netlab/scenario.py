@@ -210,7 +210,7 @@ def _save_end(state_dir: Path, lab_end: float) -> None:
     (state_dir / "clock.json").write_text(json.dumps({"lab_end": max(lab_end, _last_end(state_dir))}) + "\n")
 
 
-def _wait_stored(settings, timeout: float = 300) -> None:
+def _wait_stored(settings, timeout: float = 120) -> None:
     from pathwatch.streaming.pipeline import job_lag
 
     deadline = time.monotonic() + timeout
