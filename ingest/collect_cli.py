@@ -51,9 +51,10 @@ def collect(
     next starts (the pipeline stores a measurement sent twice once).
 
     SIGINT/SIGTERM stop the collector; running tools are interrupted and their
-    output is not published. Exit status: 0; 1 with --once when some task gave
-    no usable output, the run was stopped or envelopes stayed undelivered in
-    the spool; 2 when the mesh file, the spool or an option cannot be used.
+    output is not published. Exit status: 0; 1 when envelopes stayed
+    undelivered in the spool, or with --once when some task gave no usable
+    output or the run was stopped; 2 when the mesh file, the spool or an
+    option cannot be used.
     """
     from pathwatch.console import err_console
 
