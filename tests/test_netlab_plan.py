@@ -71,3 +71,36 @@ def test_the_delay_line_releases_packets_in_order_once_due_and_drops_beyond_its_
         line.take(7, f"p{n}".encode(), now=at)
     assert line.dropped == 1 and line.next_due() == pytest.approx(1.010)
     assert line.due(7, now=1.0105) == [b"p0"] and line.due(7, now=1.02) == [b"p1"] and line.due(7, now=2.0) == []
+
+
+def test_the_lab_clock_moves_a_whole_run_to_end_at_the_lab_time_of_its_collection():
+    from pathwatch.netlab.clock import LabClock
+
+    clock = LabClock(real_origin=1_000.0, lab_origin=1_700_000_000.0, factor=900)
+    iperf3 = {"format": "iperf3", "collected_at": "1970-01-01T00:16:53Z", "meta": {"started_at": "1970-01-01T00:16:50Z"},
+              "payload": {"start": {"timestamp": {"time": "Thu, 01 Jan 1970 00:16:50 GMT", "timesecs": 1010}},
+                          "end": {}}}
+    out = clock.restamp(iperf3)
+    end = clock.lab(1013.0)                                             # collected 13 real s in
+    assert out["payload"]["start"]["timestamp"]["timesecs"] == int(end) - 3  # its 3 real seconds kept
+    assert out["payload"]["start"]["timestamp"]["time"].endswith("GMT")
+    assert out["meta"]["lab_clock"] == {"factor": 900, "real_collected_at": "1970-01-01T00:16:53Z"}
+    assert iperf3["payload"]["start"]["timestamp"]["timesecs"] == 1010       # the original is left alone
+    scamper = {"format": "scamper", "collected_at": "1970-01-01T00:16:51Z", "meta": {},
+               "payload": {"type": "trace", "start": {"sec": 1010, "usec": 5}}}
+    assert clock.restamp(scamper)["payload"]["start"] == {"sec": int(clock.lab(1011.0)) - 1, "usec": 5}
+    text = {"format": "tracepath", "collected_at": "1970-01-01T00:16:51Z", "payload": " 1:  10.0.0.1  0.1ms\n"}
+    assert clock.restamp(text)["payload"] == text["payload"]
+
+
+def test_a_lab_template_is_a_psconfig_mesh_of_every_host_with_throughput_between_the_sites():
+    from pathwatch.ingest.mesh import tasks_for
+    from pathwatch.ingest.psconfig import mesh_from_psconfig
+    from pathwatch.netlab.collectors import lab_template
+
+    mesh = mesh_from_psconfig(lab_template(Topology(), tag="t9"))
+    keys = [task.key for task in tasks_for(mesh, "a1.t9.lab")]
+    assert {key.split(":")[0] for key in keys} == {"latency", "trace-tracepath", "trace-traceroute", "throughput"}
+    assert sorted(key for key in keys if key.startswith("throughput")) == [
+        "throughput:a1.t9.lab>b1.t9.lab", "throughput:a1.t9.lab>b2.t9.lab"]
+    assert mesh.hosts["b2.t9.lab"].site == "LAB-B" and mesh.hosts["b2.t9.lab"].address == "10.78.4.1"
