@@ -15,6 +15,8 @@ Each fault is what the case study it stands for did to the network, not a change
                           throughput ≈ window / RTT
 ``firewall_loss``         ra drops ``percent`` % of site-to-site packets at random (nftables)
 ``host_dark``             a host's only link goes down: unreachable, its tests stop
+``flaky_router``          benign: rp skips ``percent`` % of the "time exceeded" answers traces
+                          rely on (ICMP rate limiting, as many routers do); nothing is wrong
 ========================  ====================================================================
 
 >>> from pathwatch.netlab.topology import Topology
@@ -164,6 +166,9 @@ FAULTS: dict[str, Fault] = {fault.name: fault for fault in (
     Fault("firewall_loss", "ra drops a small share of site-to-site packets", {"percent": 0.5},
           _firewall, lambda lab, p: _nft_off(lab, "ra", "firewall_loss")),
     Fault("host_dark", "a host's link goes down (unreachable)", {"host": "b2"}, _dark, _light),
+    Fault("flaky_router", "benign: rp skips a share of its time-exceeded answers", {"percent": 5.0},
+          lambda lab, p: _nft(lab, "rp", "flaky_router", "output", f"icmp type time-exceeded {_share(p['percent'])} drop"),
+          lambda lab, p: _nft_off(lab, "rp", "flaky_router")),
 )}  # fmt: skip
 
 

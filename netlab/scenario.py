@@ -67,6 +67,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              expect=("loss_step",)),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
     Scenario("benign", "no fault: the lab as it is", None),
+    Scenario("benign_flaky_router", "benign: rp answers about 95 % of trace probes", "flaky_router",
+             {"percent": "5"}),
 )}  # fmt: skip
 
 

@@ -148,6 +148,22 @@ def test_a_dark_host_is_unreachable_until_it_comes_back(lab):
     assert dark == [] and len(_rtts(lab, "a1", "b2", count=2)) == 2
 
 
+def test_a_flaky_router_skips_a_share_of_its_time_exceeded_answers(lab):
+    """The benign change: rp (the second hop from a1) answers about 95 % of TTL-expired probes."""
+    def answers() -> int:
+        output = _in(lab, "a1", "ping", "-n", "-t", "2", "-c", "400", "-i", "0.005", "-W", "1",
+                     lab.topology.address("b1")).stdout
+        return len(re.findall(r"Time to live exceeded", output))
+
+    assert answers() == 400
+    lab.fault("flaky_router", {"percent": "5"})
+    try:
+        flaky = answers()
+    finally:
+        lab.fault("flaky_router", on=False)
+    assert 360 <= flaky <= 395, flaky
+
+
 def test_down_leaves_no_namespace_delay_line_or_process(lab):
     pids = [pid for pids in lab.processes().values() for pid in pids] + list(lab.delay_line_pids().values())
     assert pids
