@@ -277,7 +277,7 @@ def _tails(data: list[bytes], at: float) -> list[bytes]:
 
     from pathwatch.contract.timefmt import format_utc
 
-    paths = {(e.get("source"), e.get("destination")) for e in map(orjson.loads, data)}
+    paths = {(e["source"], e["destination"]) for e in map(orjson.loads, data) if e.get("source") and e.get("destination")}
     stamp = format_utc(datetime.fromtimestamp(at, tz=timezone.utc))
     text = (" 1?: [LOCALHOST]                      pmtu 1500\n"
             " 1:  192.0.2.1                                          0.500ms reached\n"
