@@ -99,9 +99,8 @@ class Spool:
             self._lock_fd = None
             raise SpoolError(f"spool {self.directory}: in use by another collector (each needs its own --spool)") from None
         for number in self._numbers():
-            data = self._path(number, "jsonl").read_bytes()
-            lines = data.split(b"\n")[:-1]
-            self.torn += bool(data) and not data.endswith(b"\n")
+            lines, torn = self._read_lines(number)
+            self.torn += torn
             acked = self._read_acked(number)
             self._segments[number] = _Segment(lines=len(lines), acked=len(acked & set(range(len(lines)))), closed=True)
             self._acked[number] = acked
@@ -113,9 +112,10 @@ class Spool:
     def _path(self, number: int, suffix: str) -> Path:
         return self.directory / f"{number:08d}.{suffix}"
 
-    def _read_lines(self, number: int) -> list[bytes]:
-        """The segment's complete lines (a last line with no newline was cut short: not one of them)."""
-        return self._path(number, "jsonl").read_bytes().split(b"\n")[:-1]
+    def _read_lines(self, number: int) -> tuple[list[bytes], bool]:
+        """The segment's complete lines, and whether a last line with no newline was cut short (not one of them)."""
+        data = self._path(number, "jsonl").read_bytes()
+        return data.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n")
 
     def _read_acked(self, number: int) -> set[int]:
         path = self._path(number, "acked")
@@ -129,7 +129,7 @@ class Spool:
             if number >= self._current:
                 continue
             acked = self._acked.get(number, set())
-            for line, value in enumerate(self._read_lines(number)):
+            for line, value in enumerate(self._read_lines(number)[0]):
                 if line not in acked:
                     yield Entry(value, number, line)
             self._forget_if_done(number)
