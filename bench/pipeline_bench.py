@@ -84,9 +84,10 @@ def main() -> None:
         cli("db", "migrate")
         import psycopg
 
+        from pathwatch.db.tables import PIPELINE_TABLES
+
         with psycopg.connect(settings.database_url, autocommit=True) as connection:
-            connection.execute("TRUNCATE throughput, throughput_intervals, latency, trace, trace_hops, anomalies, "
-                               "dead_letters, path_hourly, path_daily")
+            connection.execute(f"TRUNCATE {', '.join(PIPELINE_TABLES)}")
         cli("pipeline", "start", "--fresh")
         lines = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
         from pathwatch.ingest.publish import RateLimit, RawPublisher, path_key

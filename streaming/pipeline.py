@@ -80,6 +80,11 @@ def _active(settings: PipelineSettings) -> dict:
     return active
 
 
+# Jobs whose state only saves work (the store job's first trace per route): resuming one from a
+# savepoint of an older graph drops the state the new graph has no operator for.
+CACHE_STATE_JOBS = frozenset({"store"})
+
+
 def submit_command(settings: PipelineSettings, job: str, settings_file: Path, restore: Path | None) -> list[str]:
     """Flink's client command line that submits ``job`` (no secret on it: they are in the file)."""
     from pathwatch.stack.flink import distribution
@@ -89,6 +94,8 @@ def submit_command(settings: PipelineSettings, job: str, settings_file: Path, re
                "--python", str(module), "-pyexec", sys.executable, "-pyclientexec", sys.executable]
     if restore is not None:
         command += ["--fromSavepoint", str(restore)]
+        if job in CACHE_STATE_JOBS:
+            command.append("--allowNonRestoredState")
     return command + [str(settings_file)]
 
 

@@ -6,8 +6,12 @@ hypertables on (id, time); trace hops are written once per distinct path; throug
 one row per interval; anomalies are upserted on id (each new state of an episode overwrites
 the last; the contract's ``end`` is the column ``end_time``, as JDBC does not quote
 names; ``incident_id``, the id of the root anomaly of its problem, is the anomaly's own id when a
-v1 record has none); dead letters on their id. Rollups are per-path hourly and daily aggregates grouped
-on the record-time bucket, upserted as they change (the current hour and day included).
+v1 record has none); dead letters on their id.
+
+The job keeps no state per record: the database deduplicates by primary key, and its triggers
+add each new measurement row to the per-path hourly rollups (``sql/007_rollups_from_rows.sql``),
+so a record written twice counts once. Its only state is the first trace of each distinct
+path_id (whose hops are written), bounded by the number of routes and expired after 36 h.
 """
 
 from __future__ import annotations
@@ -74,45 +78,6 @@ ANOMALY_FIELDS = """`id` STRING, kind STRING, `source` STRING, `destination` STR
 ANOMALIES_SELECT = ("SELECT `id`, kind, `source`, `destination`, `start`, detected_at, `end`, severity, score, summary, "
                     "evidence, detector_version, COALESCE(NULLIF(incident_id, ''), `id`) AS incident_id FROM anomalies_json")
 
-ROLLUP_COLUMNS = """bucket STRING, `source` STRING, `destination` STRING,
-    throughput_runs BIGINT, throughput_failed BIGINT, throughput_mean_bps DOUBLE, throughput_min_bps DOUBLE,
-    throughput_max_bps DOUBLE, retransmits BIGINT, latency_runs BIGINT, delay_min_ms DOUBLE,
-    delay_median_ms DOUBLE, delay_p95_ms DOUBLE, jitter_ms DOUBLE, packets_sent BIGINT, packets_lost BIGINT,
-    loss_ratio DOUBLE, trace_runs BIGINT, distinct_paths BIGINT, hop_count_max INT, unreached BIGINT"""
-
-
-def rollup_query(sink: str, unit: str) -> str:
-    """Per-path aggregates over the record-time bucket ``unit`` (HOUR or DAY), as an updating upsert."""
-    tput = "`kind` = 'throughput'"
-    ok = f"{tput} AND succeeded"
-    lat = "`kind` = 'latency' AND succeeded"
-    trace = "`kind` = 'trace'"
-    return f"""INSERT INTO {sink}
-SELECT DATE_FORMAT(bucket, 'yyyy-MM-dd HH:mm:ss') || 'Z', `source`, `destination`,
-  SUM(CASE WHEN {tput} THEN 1 ELSE 0 END),
-  SUM(CASE WHEN {tput} AND NOT succeeded THEN 1 ELSE 0 END),
-  AVG(CASE WHEN {ok} THEN throughput_bps END),
-  MIN(CASE WHEN {ok} THEN throughput_bps END),
-  MAX(CASE WHEN {ok} THEN throughput_bps END),
-  SUM(CASE WHEN {ok} THEN retransmits END),
-  SUM(CASE WHEN {lat} THEN 1 ELSE 0 END),
-  MIN(CASE WHEN {lat} THEN delay_min_ms END),
-  AVG(CASE WHEN {lat} THEN delay_median_ms END),
-  AVG(CASE WHEN {lat} THEN delay_p95_ms END),
-  AVG(CASE WHEN {lat} THEN jitter_ms END),
-  SUM(CASE WHEN {lat} THEN packets_sent END),
-  SUM(CASE WHEN {lat} THEN packets_lost END),
-  CAST(SUM(CASE WHEN {lat} THEN packets_lost END) AS DOUBLE)
-    / NULLIF(SUM(CASE WHEN {lat} THEN packets_sent END), 0),
-  SUM(CASE WHEN {trace} THEN 1 ELSE 0 END),
-  COUNT(DISTINCT CASE WHEN {trace} THEN path_id END),
-  MAX(CASE WHEN {trace} THEN hop_count END),
-  SUM(CASE WHEN {trace} AND reached IS NOT NULL AND NOT reached THEN 1 ELSE 0 END)
-FROM (SELECT *, FLOOR(ts TO {unit}) AS bucket FROM unique_records
-      WHERE `source` IS NOT NULL AND `destination` IS NOT NULL)
-GROUP BY bucket, `source`, `destination`"""
-
-
 def build(settings):
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import jdbc_sink, kafka_options
@@ -125,7 +90,6 @@ def build(settings):
         config.set(key, value)
     json_options = {"format": "json", "json.fail-on-missing-field": "false", "json.ignore-parse-errors": "false"}
     tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS},
-      ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
       proc AS PROCTIME()
     ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
                        **json_options)})""")
@@ -139,13 +103,6 @@ def build(settings):
                        **json_options)})""")
     for name, (table, columns, key) in SINKS.items():
         tables.execute_sql(jdbc_sink(name, table, columns, key, settings))
-    for name, table in (("hourly_sink", "path_hourly"), ("daily_sink", "path_daily")):
-        tables.execute_sql(jdbc_sink(name, table, ROLLUP_COLUMNS, "`source`, `destination`, bucket", settings))
-
-    # Each record once in the rollups, although a measurement published twice arrives twice.
-    tables.create_temporary_view("unique_records", tables.sql_query(
-        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY `id` ORDER BY proc ASC) AS rn "
-        "FROM records_json) WHERE rn = 1"))
     s = tables.create_statement_set()
     s.add_insert_sql(f"""INSERT INTO throughput_sink SELECT {COMMON_SELECT}, protocol, `reverse`, streams, duration_s,
         throughput_bps, receiver_throughput_bps, retransmits, rtt_ms, rtt_min_ms, rtt_max_ms, mss_bytes, mtu_bytes,
@@ -171,8 +128,6 @@ def build(settings):
         CROSS JOIN UNNEST(d.hops) AS h (ttl, ip, other_ips, hostname, asn, as_owner, mtu, `error`)""")
     s.add_insert_sql(f"INSERT INTO anomalies_sink {ANOMALIES_SELECT}")
     s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
-    s.add_insert_sql(rollup_query("hourly_sink", "HOUR"))
-    s.add_insert_sql(rollup_query("daily_sink", "DAY"))
     return s
 
 

@@ -39,6 +39,17 @@ def test_the_database_password_is_in_a_private_file_never_on_the_client_command_
         assert command[-1] == str(path) and command[command.index("--fromSavepoint") + 1] == str(restore)
 
 
+def test_only_the_store_job_may_drop_state_of_an_older_graph_when_it_resumes(tmp_path):
+    # The store job's state is a cache (first trace per route); detector state must never be dropped.
+    settings = _settings(tmp_path)
+    path = write_file(settings)
+    restore = tmp_path / "savepoint-1"
+    dropping = {job for job in ("normalise", "detect", "store")
+                if "--allowNonRestoredState" in submit_command(settings, job, path, restore)}
+    assert dropping == {"store"}
+    assert "--allowNonRestoredState" not in submit_command(settings, "store", path, None)
+
+
 def _point(folder: Path, age_s: float) -> Path:
     folder.mkdir(parents=True)
     meta = folder / "_metadata"

@@ -206,6 +206,60 @@ def test_timescaledb_hypertable_and_time_bucket(current):
             connection.execute("INSERT INTO stack_test_rtt VALUES (now(), 'x', 1)")
 
 
+def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, current):
+    """sql/007 on a scratch database: the rollup tables' rows survive it; then every new measurement
+    row, and only a new one, is added to its path-hour (a duplicate upsert is not counted)."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from pathwatch.db.migrate import migrate
+    from pathwatch.sql import migrations
+
+    dsn = _component(current, "timescaledb")["info"]["dsn"]
+    superuser = make_conninfo(dsn, user="postgres", dbname="postgres",
+                              password=(home / "secrets" / "postgres-superuser").read_text().strip())
+    scratch = f"rollups_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(superuser, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+            sql.Identifier(scratch), sql.Identifier(conninfo_to_dict(dsn)["user"])))
+    try:
+        with psycopg.connect(make_conninfo(superuser, dbname=scratch), autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION timescaledb")
+        url = make_conninfo(dsn, dbname=scratch)
+        migrate(url, available=[m for m in migrations() if m.version < 7])
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("""INSERT INTO path_hourly VALUES ('2026-01-01 10:00Z', 'a', 'b', 3, 1, 100, 50, 150, 7,
+                10, 5.0, 6.0, 8.0, 0.5, 100, 2, 0.02, 4, 2, 9, 1)""")
+        migrate(url)
+        with psycopg.connect(url, autocommit=True) as connection:
+            carried = connection.execute("SELECT * FROM path_hourly").fetchall()
+            assert [row[3:] for row in carried] == [(3, 1, 100, 50, 150, 7, 10, 5.0, 6.0, 8.0, 0.5, 100, 2, 0.02, 4, 2, 9, 1)]
+            assert connection.execute("SELECT count(*) FROM path_hours").fetchone()[0] == 1  # recreated on the view
+            for n in (1, 2, 2, 3):  # the second 2 is the same record again
+                connection.execute("""INSERT INTO latency (time, id, source, destination, format, tool, one_way, succeeded,
+                    delay_min_ms, delay_median_ms, packets_sent, packets_lost)
+                    VALUES ('2026-01-01 10:30Z', %s, 'a', 'b', 'owping', 'owping', true, true, %s, 4.0, 600, %s)
+                    ON CONFLICT (id, time) DO UPDATE SET delay_min_ms = excluded.delay_min_ms""",
+                                   [uuid.UUID(int=n), float(n), n])
+            for n, succeeded, path_id in ((1, True, "p"), (2, False, "q"), (3, True, "p")):
+                connection.execute("""INSERT INTO throughput (time, id, source, destination, format, tool, succeeded,
+                    throughput_bps) VALUES ('2026-01-02 23:59Z', %s, 'a', 'b', 'iperf3', 'iperf3', %s, %s)""",
+                                   [uuid.UUID(int=100 + n), succeeded, 1e6 * n])
+                connection.execute("""INSERT INTO trace (time, id, source, destination, format, tool, succeeded, path_id,
+                    hop_count, reached) VALUES ('2026-01-02 23:00Z', %s, 'a', 'b', 'tracepath', 'tracepath', true, %s, %s, %s)""",
+                                   [uuid.UUID(int=200 + n), path_id, 4 + n, n != 2])
+            hour = connection.execute("""SELECT latency_runs, delay_min_ms, delay_median_ms, packets_sent, packets_lost
+                FROM path_hourly WHERE bucket = '2026-01-01 10:00Z'""").fetchone()
+            assert hour == (13, 1.0, (6.0 * 10 + 4.0 * 3) / 13, 1900, 8)
+            day = connection.execute("""SELECT throughput_runs, throughput_failed, throughput_mean_bps, trace_runs,
+                distinct_paths, hop_count_max, unreached FROM path_daily WHERE bucket = '2026-01-02 00:00Z'""").fetchone()
+            assert day == (3, 1, 2e6, 3, 2, 7, 1)
+    finally:
+        with psycopg.connect(superuser, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch)))
+
+
 def test_timescaledb_license_helper(current):
     from pathwatch.stack.timescale import timescaledb_license
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Keep periods in days per hypertable: raw measurements shorter than their rollups.
+# Keep periods in days per hypertable: raw measurements shorter than their rollups (the hourly
+# tables that path_hourly and path_daily read; sql/007).
 DEFAULT_KEEP_DAYS = {
     "throughput": 180, "throughput_intervals": 30, "latency": 180, "trace": 180,
-    "path_hourly": 730, "path_daily": 3650,
+    "hourly_throughput": 3650, "hourly_latency": 3650, "hourly_trace": 3650,
 }
 
 

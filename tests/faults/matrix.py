@@ -42,10 +42,11 @@ from typing import Callable
 
 import orjson
 
+from pathwatch.db.tables import PIPELINE_TABLES
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
-TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_hops", "anomalies", "dead_letters",
-          "path_hourly", "path_daily", "anomaly_tickets")
+TABLES = (*PIPELINE_TABLES, "anomaly_tickets")
 # The faults in the order they are injected; see :class:`FaultRun` for what each does.
 FAULTS = ("kill_kafka", "kill_postgres", "kill_jobmanager", "kill_taskmanager", "kill_tickets_service",
           "stop_postgres", "stop_rt")

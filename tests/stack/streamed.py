@@ -31,11 +31,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from pathwatch.db.tables import PIPELINE_TABLES
+
 from pathwatch.stack import config as stack_config
 from tests.test_stack_integration import CLI, REPO, prepared_home
 
-TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_hops", "anomalies", "dead_letters",
-          "path_hourly", "path_daily")
+TABLES = PIPELINE_TABLES
 RUN = uuid.uuid4().hex[:8]
 TOPICS = {f"PATHWATCH_TOPIC_{role.upper()}": f"test-{RUN}.{role}" for role in ("raw", "records", "anomalies", "deadletters")}
 
