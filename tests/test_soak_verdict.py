@@ -7,9 +7,12 @@ import pytest
 from tests.faults.soak import Sample, verdict
 
 
-def _samples(rss, fds, lag, every=10.0):
-    return [Sample(i * every, {"kafka": {"rss_kb": r, "fds": f, "threads": 40}}, {"store": l}, {"store": 1000}, 0)
-            for i, (r, f, l) in enumerate(zip(rss, fds, lag))]
+def _samples(rss, fds, lag, every=10.0, shared=None, checkpoint=None):
+    shared = shared or [0] * len(rss)
+    checkpoint = checkpoint or [1000] * len(rss)
+    return [Sample(i * every, {"kafka": {"rss_kb": r + m, "own_kb": r, "shared_kb": m, "fds": f, "threads": 40}},
+                   {"store": l}, {"store": c}, 0)
+            for i, (r, f, l, m, c) in enumerate(zip(rss, fds, lag, shared, checkpoint))]
 
 
 def test_flat_memory_bounded_lag_and_steady_descriptors_pass():
@@ -17,16 +20,33 @@ def test_flat_memory_bounded_lag_and_steady_descriptors_pass():
                               [80] * 13, [0, 900, 50, 120, 30, 200, 10, 150, 40, 90, 20, 60, 5]), warm_up_s=30)
     assert result.flat_memory() and result.lag_bounded
     assert result.fd_growth == {"kafka": 0} and result.thread_growth == {"kafka": 0}
-    assert result.checkpoint_bytes_max == {"store": 1000}
+    assert result.checkpoint_bytes_max == {"store": 1000} and result.checkpoints_bounded
 
 
 def test_growing_memory_growing_lag_and_leaking_descriptors_are_named():
     n = 15
     result = verdict(_samples([500 + 40 * i for i in range(n)], [80 + 5 * i for i in range(n)],
                               [100 * i for i in range(n)]), warm_up_s=0)
-    assert not result.flat_memory() and result.rss_growth_pct["kafka"] > 10
+    assert not result.flat_memory() and result.memory_growth_pct["kafka"] > 10
     assert not result.lag_bounded
     assert result.fd_growth["kafka"] > 16
+
+
+def test_shared_memory_touched_for_the_first_time_is_reported_not_counted_as_growth():
+    # PostgreSQL's backends reaching more of the shared buffers: summed RSS grows, own memory is flat.
+    n = 15
+    result = verdict(_samples([500] * n, [80] * n, [0] * n, shared=[100 + 60 * i for i in range(n)]), warm_up_s=0)
+    assert result.rss_growth_pct["kafka"] > 10 and result.memory_growth_pct["kafka"] == 0
+    assert result.flat_memory() and result.shared_kb_last == {"kafka": 100 + 60 * (n - 1)}
+
+
+def test_a_checkpoint_that_keeps_growing_is_not_bounded():
+    n = 15
+    growing = verdict(_samples([500] * n, [80] * n, [0] * n, checkpoint=[1000 * (i + 1) for i in range(n)]), warm_up_s=0)
+    assert not growing.checkpoints_bounded
+    wobbling = verdict(_samples([500] * n, [80] * n, [0] * n, checkpoint=[1000 + 50 * (i % 3) for i in range(n)]),
+                       warm_up_s=0)
+    assert wobbling.checkpoints_bounded
 
 
 def test_too_few_samples_after_the_warm_up_is_an_error():

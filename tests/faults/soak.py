@@ -6,8 +6,16 @@ the stack's processes (with their children): resident memory, open file descript
 threads; each job's consumer lag; each job's newest checkpoint size. :func:`verdict` compares
 the samples after the warm-up: growth of memory (the median of the last fifth against the
 median of the fifth that follows the warm-up), of descriptors and threads (the last sample
-against the highest one of the first fifth after warm-up), and whether the lag stayed bounded
-(its last fifth no higher than its highest before).
+against the highest one of the first fifth after warm-up), and whether the lag and each job's
+checkpoint stayed bounded (their last fifth no higher than their highest before; 10 % slack
+for a checkpoint, whose size moves with the records buffered at that moment).
+
+Memory is judged on each process tree's own memory: the proportional set size (PSS, which
+counts a page shared by several processes once in total) without its share of shared memory.
+Summed resident sizes count PostgreSQL's shared buffers once per backend that touched them, so
+they grow for as long as backends reach buffers for the first time, up to a bound the
+configuration sets (``shared_buffers``); both are reported (``rss_growth_pct``,
+``shared_kb_last``).
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+# Descriptors and threads a process may open over the run without it counting as growth (a
+# Kafka log segment rolled, a connection pool's spare): a leak grows with the run, not by these.
+SLACK = {"fds": 16, "threads": 8}
 # The stack's processes by their pid files.
 PROCESSES = {"flink-jobmanager": "flink-jobmanager", "flink-taskmanager": "flink-taskmanager", "kafka": "kafka",
              "postgresql": "timescaledb"}
@@ -47,21 +58,32 @@ def tree(pid: int, children: dict[int, list[int]]) -> list[int]:
     return out
 
 
+def _fields(text: str, names: tuple[str, ...]) -> dict[str, int]:
+    """``Name:  123 kB`` lines of a /proc file, as {name: 123}, for ``names``."""
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name in names:
+            out[name] = int(value.split()[0])
+    return out
+
+
 def resources(pids: list[int]) -> dict[str, int]:
-    """Resident memory (kB), open descriptors and threads summed over ``pids`` (gone ones skipped)."""
-    rss = fds = threads = 0
+    """Summed over ``pids`` (gone ones skipped): resident memory, proportional memory and its shared
+    part (kB, from smaps_rollup), open descriptors and threads."""
+    rss = pss = shared = fds = threads = 0
     for pid in pids:
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
+            status = _fields(Path(f"/proc/{pid}/status").read_text(), ("VmRSS", "Threads"))
+            rollup = _fields(Path(f"/proc/{pid}/smaps_rollup").read_text(), ("Pss", "Pss_Shmem"))
             fds += len(os.listdir(f"/proc/{pid}/fd"))
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                rss += int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads += int(line.split()[1])
-    return {"rss_kb": rss, "fds": fds, "threads": threads}
+        rss += status.get("VmRSS", 0)
+        threads += status.get("Threads", 0)
+        pss += rollup.get("Pss", 0)
+        shared += rollup.get("Pss_Shmem", 0)
+    return {"rss_kb": rss, "own_kb": pss - shared, "shared_kb": shared, "fds": fds, "threads": threads}
 
 
 @dataclass
@@ -132,22 +154,41 @@ class Sampler:
 class Verdict:
     """What the samples after the warm-up say, per process and for the lag."""
 
+    memory_growth_pct: dict[str, float] = field(default_factory=dict)
     rss_growth_pct: dict[str, float] = field(default_factory=dict)
+    shared_kb_last: dict[str, int] = field(default_factory=dict)
     fd_growth: dict[str, int] = field(default_factory=dict)
     thread_growth: dict[str, int] = field(default_factory=dict)
     lag_max_before_last_fifth: int = 0
     lag_max_last_fifth: int = 0
     checkpoint_bytes_max: dict[str, int] = field(default_factory=dict)
+    checkpoint_bytes_max_last_fifth: dict[str, int] = field(default_factory=dict)
+    checkpoint_bytes_max_before_last_fifth: dict[str, int] = field(default_factory=dict)
 
     @property
     def lag_bounded(self) -> bool:
         return self.lag_max_last_fifth <= max(self.lag_max_before_last_fifth, 1)
 
+    @property
+    def checkpoints_bounded(self) -> bool:
+        return all(size <= 1.1 * self.checkpoint_bytes_max_before_last_fifth.get(job, 0)
+                   for job, size in self.checkpoint_bytes_max_last_fifth.items())
+
+    @property
+    def steady_handles(self) -> bool:
+        return all(n <= SLACK["fds"] for n in self.fd_growth.values()) and \
+            all(n <= SLACK["threads"] for n in self.thread_growth.values())
+
+    @property
+    def passed(self) -> bool:
+        return self.flat_memory() and self.lag_bounded and self.checkpoints_bounded and self.steady_handles
+
     def flat_memory(self, limit_pct: float = 10.0) -> bool:
-        return all(growth < limit_pct for growth in self.rss_growth_pct.values())
+        return all(growth < limit_pct for growth in self.memory_growth_pct.values())
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "lag_bounded": self.lag_bounded, "flat_memory": self.flat_memory()}
+        return {**asdict(self), "lag_bounded": self.lag_bounded, "checkpoints_bounded": self.checkpoints_bounded,
+                "flat_memory": self.flat_memory(), "steady_handles": self.steady_handles, "passed": self.passed}
 
 
 def verdict(samples: list[Sample], warm_up_s: float) -> Verdict:
@@ -164,6 +205,9 @@ def verdict(samples: list[Sample], warm_up_s: float) -> Verdict:
         early_rss, late_rss = series("rss_kb", early), series("rss_kb", late)
         if early_rss and late_rss:
             out.rss_growth_pct[name] = round(100 * (statistics.median(late_rss) / statistics.median(early_rss) - 1), 1)
+            early_own, late_own = series("own_kb", early), series("own_kb", late)
+            out.memory_growth_pct[name] = round(100 * (statistics.median(late_own) / statistics.median(early_own) - 1), 1)
+            out.shared_kb_last[name] = series("shared_kb", late)[-1]
             out.fd_growth[name] = series("fds", late)[-1] - max(series("fds", early))
             out.thread_growth[name] = series("threads", late)[-1] - max(series("threads", early))
     total = [sum(v or 0 for v in s.lag.values()) for s in after]
@@ -173,6 +217,12 @@ def verdict(samples: list[Sample], warm_up_s: float) -> Verdict:
         for job, size in s.checkpoint_bytes.items():
             if size is not None:
                 out.checkpoint_bytes_max[job] = max(out.checkpoint_bytes_max.get(job, 0), size)
+    for group, target in ((after[:-fifth], out.checkpoint_bytes_max_before_last_fifth),
+                          (after[-fifth:], out.checkpoint_bytes_max_last_fifth)):
+        for s in group:
+            for job, size in s.checkpoint_bytes.items():
+                if size is not None:
+                    target[job] = max(target.get(job, 0), size)
     return out
 
 

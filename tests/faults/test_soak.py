@@ -16,15 +16,12 @@ from datetime import date, timedelta
 import pytest
 
 from tests.faults.matrix import CLI, REPO, stack_env
-from tests.faults.soak import Sampler, Stream, verdict
+from tests.faults.soak import SLACK, Sampler, Stream, verdict
 from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
 RATE, SECONDS, WARM_UP_S, EVERY_S = 250.0, 180.0, 60.0, 10.0
-# Descriptors and threads a process may open over the run without it counting as growth (a
-# Kafka log segment rolled, a connection pool's spare): a leak grows with the run, not by these.
-SLACK = {"fds": 16, "threads": 8}
 
 
 @pytest.fixture(scope="module")

@@ -228,13 +228,15 @@ def stream(tmp_path_factory):
 
         cli(home, "pipeline", "start", "--fresh", parallelism=1)
         _publish(settings, data[:half])
-        # Kill while busy: once the store job has written something, before everything is processed.
-        from pathwatch.streaming.pipeline import job_lag
+        # Kill while busy: once the store job has written something and every job has completed a
+        # checkpoint to restore from, before everything is processed.
+        from pathwatch.streaming.pipeline import job_lag, status
 
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             written = _rows(settings, "SELECT count(*) FROM latency")[0][0]
-            if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")):
+            if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")) \
+                    and all(job.checkpoint for job in status(settings)):
                 break
             time.sleep(0.5)
         killed = _kill_taskmanager(home)
@@ -242,8 +244,6 @@ def stream(tmp_path_factory):
         cli(home, "pipeline", "start", parallelism=1)  # finds them all still submitted: starts nothing
         _publish(settings, data[half:] + duplicates)
         _wait_caught_up(settings)
-        from pathwatch.streaming.pipeline import status
-
         jobs = {job.name: job.to_dict() for job in status(settings)}  # after the kill, before the rescales
         # Rescale through savepoints: to parallelism 2 (every path's detector state split over two
         # subtasks) while only bad input arrives, and back to 1 before the rest. The anomalies
