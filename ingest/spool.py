@@ -38,6 +38,34 @@ from pathlib import Path
 SEGMENT = re.compile(r"^(\d{8})\.jsonl$")
 
 
+def _segment_numbers(directory: Path) -> list[int]:
+    return sorted(int(m.group(1)) for p in directory.iterdir() if (m := SEGMENT.match(p.name)))
+
+
+def _segment_lines(path: Path) -> tuple[list[bytes], bool]:
+    """A segment's complete lines, and whether a last line with no newline was cut short (not one of them)."""
+    data = path.read_bytes()
+    return data.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n")
+
+
+def _acked_lines(path: Path) -> set[int]:
+    """The line numbers an ``.acked`` file lists (none when it does not exist)."""
+    if not path.exists():
+        return set()
+    return {int(token) for token in path.read_bytes().split() if token.isdigit()}
+
+
+def count_unacknowledged(directory: str | os.PathLike) -> int:
+    """Lines in the spool at ``directory`` not acknowledged, read from its files without taking its
+    lock (a running collector holds it), e.g. to watch a collector's backlog from outside."""
+    directory = Path(directory)
+    total = 0
+    for number in _segment_numbers(directory):
+        lines, _torn = _segment_lines(directory / f"{number:08d}.jsonl")
+        total += len(lines) - len(_acked_lines(directory / f"{number:08d}.acked") & set(range(len(lines))))
+    return total
+
+
 class SpoolError(Exception):
     """The spool directory cannot be used (in use by another collector, not writable)."""
 
@@ -107,21 +135,16 @@ class Spool:
         self._current = max(self._segments, default=0) + 1
 
     def _numbers(self) -> list[int]:
-        return sorted(int(m.group(1)) for p in self.directory.iterdir() if (m := SEGMENT.match(p.name)))
+        return _segment_numbers(self.directory)
 
     def _path(self, number: int, suffix: str) -> Path:
         return self.directory / f"{number:08d}.{suffix}"
 
     def _read_lines(self, number: int) -> tuple[list[bytes], bool]:
-        """The segment's complete lines, and whether a last line with no newline was cut short (not one of them)."""
-        data = self._path(number, "jsonl").read_bytes()
-        return data.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n")
+        return _segment_lines(self._path(number, "jsonl"))
 
     def _read_acked(self, number: int) -> set[int]:
-        path = self._path(number, "acked")
-        if not path.exists():
-            return set()
-        return {int(token) for token in path.read_bytes().split() if token.isdigit()}
+        return _acked_lines(self._path(number, "acked"))
 
     def pending(self) -> Iterator[Entry]:
         """The lines of earlier runs never acknowledged, oldest first (call before ``append``)."""

@@ -65,7 +65,7 @@ def lab_template(topology: Topology, tag: str, cadence: dict[str, float] = CADEN
                    "between-sites": {"type": "disjoint", "a-addresses": [{"name": names[h]} for h in SITE_A_HOSTS],
                                      "b-addresses": [{"name": names[h]} for h in SITE_B_HOSTS]}},
         "tests": {"rtt": {"type": "rtt", "spec": {"source": "{% address[0] %}", "dest": "{% address[1] %}",
-                                                  "count": 20, "interval": "PT0.05S"}},
+                                                  "count": 100, "interval": "PT0.01S"}},
                   "trace": {"type": "trace", "spec": {"source": "{% address[0] %}", "dest": "{% address[1] %}",
                                                       "wait": "PT1S", "hops": 12}},
                   "throughput": {"type": "throughput", "spec": {"source": "{% address[0] %}",

@@ -50,6 +50,8 @@ class Scenario:
     params: dict = field(default_factory=dict)
     expect: tuple[str, ...] = ()
     touches: str = "between-sites"      # "between-sites", or a host whose paths (both ways) it touches
+    ramp: tuple[dict, ...] = ()         # parameters applied one after another in equal parts of the fault
+                                        # phase (a share that rises); none: ``params`` throughout
     baseline_h: float = 30.0
     fault_h: float = 8.0
     after_h: float = 4.0
@@ -59,12 +61,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
     Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
              expect=("mtu_blackhole",)),
-    Scenario("lag_member_loss", "one aggregate member drops 2 % (flows hashed onto it suffer)", "lag_member_loss",
-             {"member": "0", "percent": "2"}, expect=("loss_step", "rising_loss")),
+    Scenario("lag_member_loss", "one aggregate member drops a rising share, 0.5 % to 4 % (flows hashed onto it "
+             "suffer)", "lag_member_loss", {"member": "0"}, expect=("rising_loss", "loss_step"),
+             ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0),
     Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
              expect=("window_limited", "throughput_drop"), touches="a1"),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
-             expect=("loss_step",)),
+             expect=("loss_step",), fault_h=24.0),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
     Scenario("benign", "no fault: the lab as it is", None),
     Scenario("benign_flaky_router", "benign: rp answers about 95 % of trace probes", "flaky_router",
@@ -164,16 +167,24 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     injected_real = None
     try:
         time.sleep(phases[0] * 3600 / factor)
-        if scenario.fault:
-            lab.fault(scenario.fault, dict(scenario.params))
-        injected_real = time.time()
-        outcome.injected_lab = from_epoch(int(lab_origin + (injected_real - started) * factor))
-        report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
-                                              if scenario.fault else "no fault (benign run)"))  # fmt: skip
-        end_fault = injected_real + phases[1] * 3600 / factor
-        while time.time() < end_fault:
-            time.sleep(min(poll_s, max(0.0, end_fault - time.time())))
-            _judge(outcome, scenario, settings, injected_real, report)
+        steps = scenario.ramp or ({},)
+        step_s = phases[1] * 3600 / factor / len(steps)
+        for index, step in enumerate(steps):
+            if scenario.fault:
+                if index:
+                    lab.fault(scenario.fault, on=False)
+                applied = lab.fault(scenario.fault, {**scenario.params, **step})
+            if index == 0:
+                injected_real = time.time()
+                outcome.injected_lab = from_epoch(int(lab_origin + (injected_real - started) * factor))
+                report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
+                                                      if scenario.fault else "no fault (benign run)"))  # fmt: skip
+            if scenario.ramp and scenario.fault:
+                report(f"{scenario.name} [{tag}]: step {index + 1} of {len(steps)}: {applied}")
+            end_step = injected_real + (index + 1) * step_s
+            while time.time() < end_step:
+                time.sleep(min(poll_s, max(0.0, end_step - time.time())))
+                _judge(outcome, scenario, settings, injected_real, report)
         if scenario.fault:
             lab.fault(scenario.fault, on=False)
             report(f"{scenario.name} [{tag}]: {scenario.fault} removed")

@@ -15,7 +15,7 @@ import time
 import orjson
 import pytest
 
-from pathwatch.ingest.spool import Spool, SpoolError
+from pathwatch.ingest.spool import Spool, SpoolError, count_unacknowledged
 from pathwatch.ingest.spooled_publisher import SpooledPublisher
 
 
@@ -31,6 +31,14 @@ def test_what_was_never_acknowledged_is_pending_for_the_next_run_in_order(tmp_pa
         assert spool.unacknowledged == 4
     with Spool(tmp_path) as spool:
         assert [entry.value for entry in spool.pending()] == _values(8)[1::2]
+
+
+def test_the_backlog_is_counted_from_the_files_while_a_collector_holds_the_spool(tmp_path):
+    with Spool(tmp_path, segment_lines=3) as spool:
+        entries = [spool.append(value) for value in _values(7)]
+        for entry in entries[1:5]:
+            spool.acknowledge(entry)
+        assert count_unacknowledged(tmp_path) == spool.unacknowledged == 3
 
 
 def test_a_segment_is_deleted_once_every_line_of_it_is_acknowledged(tmp_path):

@@ -88,11 +88,9 @@ class CollectorKill:
 
     def _spooled(self) -> int:
         """Lines in the spool not acknowledged (read from its files: a running collector holds its lock)."""
-        lines = 0
-        for path in self.spool.glob("*.jsonl"):
-            acked = path.with_suffix(".acked")
-            lines += path.read_bytes().count(b"\n") - (len(set(acked.read_bytes().split())) if acked.exists() else 0)
-        return lines
+        from pathwatch.ingest.spool import count_unacknowledged
+
+        return count_unacknowledged(self.spool)
 
     def run(self, before_s: float = 8.0, kafka_down_s: float = 20.0, after_s: float = 15.0) -> dict:
         from confluent_kafka.admin import AdminClient, NewTopic
