@@ -168,8 +168,30 @@ def _latency(r: dict[str, Any]) -> LatencyObs:
     )
 
 
+def unreachable_answer(error: str | None) -> bool:
+    """Whether a hop's ``error`` is a router's destination-unreachable answer (traceroute's ``!H !N
+    !X !P !A ...``, or a spelled-out "unreachable"/"prohibited"), which says the trace ends there.
+    Fragmentation needed (``!F``) is the MTU's, not a dead end.
+
+    >>> [unreachable_answer(e) for e in ("!H", "!X", "!F-1500", None, "host-unreachable")]
+    [True, True, False, False, True]
+    """
+    if not error:
+        return False
+    text = error.strip().lower()
+    if text.startswith("!"):
+        return not text.startswith("!f")
+    return "unreach" in text or "prohibit" in text
+
+
 def _trace(r: dict[str, Any]) -> TraceObs:
-    hops_in = r.get("hops") or []
+    # A router answering "destination unreachable" (a host gone dark behind it, a filter) is where
+    # the trace ended, not a hop of a route: it is left out as if silent, and the trace did not
+    # reach. Kept in, the router's address at the destination's TTL would read as a new route.
+    # (The destination itself answering so was reached.)
+    destination_ip = r.get("destination_ip")
+    hops_in = [h for h in r.get("hops") or []
+               if not unreachable_answer(h.get("error")) or (destination_ip and h.get("ip") == destination_ip)]
     by_ttl: dict[int, dict[str, Any]] = {h["ttl"]: h for h in hops_in}
     top = max(by_ttl, default=0)
     hops = tuple((by_ttl.get(ttl) or {}).get("ip") for ttl in range(1, top + 1))
@@ -190,7 +212,7 @@ def _trace(r: dict[str, Any]) -> TraceObs:
         asns=asns,
         path_id=r.get("path_id") or "",
         as_path_id=r.get("as_path_id"),
-        reached=r.get("reached"),
+        reached=False if len(hops_in) < len(r.get("hops") or []) else r.get("reached"),
         pmtu_bytes=r.get("pmtu_bytes"),
         min_hop_mtu=min_mtu,
         min_hop_mtu_ttl=min_mtu_ttl,

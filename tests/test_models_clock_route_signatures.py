@@ -348,3 +348,35 @@ def test_a_detour_with_an_ntp_step_while_a_queue_drains_slowly_is_no_route_chang
     traces = [trace(float(t), B if t == blip else A, rtt=float(110.0 - drain(t) + abs(rng.normal(0, 0.02))))
               for t in times]
     assert of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change") == []
+
+
+def _trace_record(t: float, hops: list[tuple[str | None, str | None]], reached: bool) -> dict:
+    from pathwatch.contract.timefmt import from_epoch
+
+    return {"kind": "trace", "time": from_epoch(t), "succeeded": True, "tool": "traceroute",
+            "destination_ip": A[-1], "reached": reached, "path_id": "|".join(ip or "*" for ip, _ in hops),
+            "hops": [{"ttl": ttl, "ip": ip, "error": error, "rtt_ms": 20.0 if ip else None}
+                     for ttl, (ip, error) in enumerate(hops, 1)]}
+
+
+def test_a_host_gone_dark_behind_a_router_answering_host_unreachable_is_no_route_change():
+    """Its last router answers for it at its TTL with !H: that says the destination is unreachable,
+    not that the route moved (seen in the lab's host_dark scenario)."""
+    from pathwatch.models.observe import observe
+
+    times = np.arange(T0, T0 + 2 * DAY, 1200.0)
+    dark_t = float(times[100])
+    healthy = [(ip, None) for ip in A]
+    dark = [(ip, None) for ip in A[:-1]] + [("10.9.0.254", "!H")]
+    records = [_trace_record(float(t), dark if t >= dark_t else healthy, reached=t < dark_t) for t in times]
+    found = detect([observe(record) for record in records])
+    assert of_kind(found, "route_change") == []
+    unreachable = of_kind(found, "unreachable")
+    assert len(unreachable) == 1 and unreachable[0].start == dark_t
+
+
+def test_a_destination_that_answers_admin_prohibited_itself_was_reached():
+    from pathwatch.models.observe import observe
+
+    obs = observe(_trace_record(T0, [(ip, None) for ip in A[:-1]] + [(A[-1], "!X")], reached=True))
+    assert obs.reached is True and obs.hops[-1] == A[-1]
