@@ -1,17 +1,17 @@
-"""The store job: records, anomalies and dead letters from Kafka into TimescaleDB, plus rollups.
+"""The store job: records, anomalies and dead letters from Kafka into TimescaleDB (whose triggers keep the rollups).
 
 Pure Flink SQL (no Python in the data path): the records topic is read with the JSON format
 into one wide table (the union of the record kinds' fields) and upserted into the per-kind
-hypertables on (id, time); trace hops are written once per distinct path; throughput intervals
+hypertables on (id, time); each trace's route (path_id and hops) is upserted into trace_paths, which
+keeps its first row and expands it into trace_hops; throughput intervals
 one row per interval; anomalies are upserted on id (each new state of an episode overwrites
 the last; the contract's ``end`` is the column ``end_time``, as JDBC does not quote
 names; ``incident_id``, the id of the root anomaly of its problem, is the anomaly's own id when a
 v1 record has none); dead letters on their id.
 
-The job keeps no state per record: the database deduplicates by primary key, and its triggers
-add each new measurement row to the per-path hourly rollups (``sql/007_rollups_from_rows.sql``),
-so a record written twice counts once. Its only state is the first trace of each distinct
-path_id (whose hops are written), bounded by the number of routes and expired after 36 h.
+The job keeps no state: the database deduplicates by primary key, its triggers add each new
+measurement row to the per-path hourly rollups (``sql/007_rollups_from_rows.sql``), so a record
+written twice counts once, and write each new route's hops (``sql/008_trace_paths.sql``).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ RECORD_FIELDS = """
   max_clock_error_ms DOUBLE,
   path_id STRING, as_path_id STRING, hop_count INT, reached BOOLEAN, pmtu_bytes INT, probe_id BIGINT,
   measurement_id BIGINT,
-  hops ARRAY<ROW<ttl INT, ip STRING, other_ips ARRAY<STRING>, hostname STRING, asn BIGINT, as_owner STRING,
-                 mtu INT, `error` STRING>>
+  hops STRING
 """
 
 COMMON = ("`id` STRING, `time` STRING, `source` STRING, `destination` STRING, source_ip STRING, "
@@ -60,8 +59,7 @@ SINKS = {
         ttl_min INT, ttl_max INT, clock_synchronized BOOLEAN, max_clock_error_ms DOUBLE""", "`id`, `time`"),
     "trace_sink": ("trace", COMMON + """, protocol STRING, path_id STRING, as_path_id STRING, hop_count INT,
         reached BOOLEAN, pmtu_bytes INT, probe_id BIGINT, measurement_id BIGINT""", "`id`, `time`"),
-    "hops_sink": ("trace_hops", """path_id STRING, ttl INT, ip STRING, other_ips STRING, hostname STRING,
-        asn BIGINT, as_owner STRING, mtu INT, `error` STRING, first_seen STRING""", "path_id, ttl"),
+    "paths_sink": ("trace_paths", "path_id STRING, hops STRING, first_seen STRING", "path_id"),
     "anomalies_sink": ("anomalies", """`id` STRING, kind STRING, `source` STRING, `destination` STRING,
         `start` STRING, detected_at STRING, end_time STRING, severity STRING, score DOUBLE, summary STRING,
         evidence STRING, detector_version STRING, incident_id STRING""", "`id`"),
@@ -84,13 +82,9 @@ def build(settings):
 
     env, tables = environments(settings, JOB)
     config = tables.get_config()
-    for key, value in {"table.exec.mini-batch.enabled": "true", "table.exec.mini-batch.allow-latency": "500 ms",
-                       "table.exec.mini-batch.size": "5000", "table.exec.state.ttl": "36 h",
-                       "table.exec.sink.upsert-materialize": "NONE"}.items():
-        config.set(key, value)
+    config.set("table.exec.sink.upsert-materialize", "NONE")
     json_options = {"format": "json", "json.fail-on-missing-field": "false", "json.ignore-parse-errors": "false"}
-    tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS},
-      proc AS PROCTIME()
+    tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS}
     ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
                        **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE anomalies_json ({ANOMALY_FIELDS}
@@ -119,13 +113,10 @@ def build(settings):
         FROM records_json WHERE `kind` = 'latency'""")
     s.add_insert_sql(f"""INSERT INTO trace_sink SELECT {COMMON_SELECT}, protocol, path_id, as_path_id, hop_count,
         reached, pmtu_bytes, probe_id, measurement_id FROM records_json WHERE `kind` = 'trace'""")
-    # Hops once per distinct path: the first trace of each path_id (Flink's deduplication).
-    s.add_insert_sql("""INSERT INTO hops_sink SELECT d.path_id, h.ttl, h.ip, NULLIF(ARRAY_JOIN(h.other_ips, ','), ''),
-        h.hostname, h.asn, h.as_owner, h.mtu, h.`error`, d.`time`
-        FROM (SELECT path_id, hops, `time` FROM (
-                SELECT path_id, hops, `time`, ROW_NUMBER() OVER (PARTITION BY path_id ORDER BY proc ASC) AS rn
-                FROM records_json WHERE `kind` = 'trace') WHERE rn = 1) AS d
-        CROSS JOIN UNNEST(d.hops) AS h (ttl, ip, other_ips, hostname, asn, as_owner, mtu, `error`)""")
+    # Each trace's route (its hops as the record's JSON); the database keeps the first row of each
+    # path_id and writes its hops into trace_hops (sql/008).
+    s.add_insert_sql("""INSERT INTO paths_sink SELECT path_id, hops, `time` FROM records_json
+        WHERE `kind` = 'trace' AND path_id IS NOT NULL AND hops IS NOT NULL""")
     s.add_insert_sql(f"INSERT INTO anomalies_sink {ANOMALIES_SELECT}")
     s.add_insert_sql("INSERT INTO deadletters_sink SELECT * FROM deadletters_json")
     return s

@@ -9,6 +9,7 @@ later runs reuse the installs. `-m stack` selects these tests, `-m "not stack"` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -206,27 +207,38 @@ def test_timescaledb_hypertable_and_time_bucket(current):
             connection.execute("INSERT INTO stack_test_rtt VALUES (now(), 'x', 1)")
 
 
-def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, current):
-    """sql/007 on a scratch database: the rollup tables' rows survive it; then every new measurement
-    row, and only a new one, is added to its path-hour (a duplicate upsert is not counted)."""
+@contextlib.contextmanager
+def _scratch_database(home: Path, current: dict):
+    """A new database on the stack's TimescaleDB (the extension in it, no migration), dropped after."""
     import psycopg
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from pathwatch.db.migrate import migrate
-    from pathwatch.sql import migrations
-
     dsn = _component(current, "timescaledb")["info"]["dsn"]
     superuser = make_conninfo(dsn, user="postgres", dbname="postgres",
                               password=(home / "secrets" / "postgres-superuser").read_text().strip())
-    scratch = f"rollups_{uuid.uuid4().hex[:8]}"
+    scratch = f"scratch_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(superuser, autocommit=True) as connection:
         connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
             sql.Identifier(scratch), sql.Identifier(conninfo_to_dict(dsn)["user"])))
     try:
         with psycopg.connect(make_conninfo(superuser, dbname=scratch), autocommit=True) as connection:
             connection.execute("CREATE EXTENSION timescaledb")
-        url = make_conninfo(dsn, dbname=scratch)
+        yield make_conninfo(dsn, dbname=scratch)
+    finally:
+        with psycopg.connect(superuser, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch)))
+
+
+def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, current):
+    """sql/007 on a scratch database: the rollup tables' rows survive it; then every new measurement
+    row, and only a new one, is added to its path-hour (a duplicate upsert is not counted)."""
+    import psycopg
+
+    from pathwatch.db.migrate import migrate
+    from pathwatch.sql import migrations
+
+    with _scratch_database(home, current) as url:
         migrate(url, available=[m for m in migrations() if m.version < 7])
         with psycopg.connect(url, autocommit=True) as connection:
             connection.execute("""INSERT INTO path_hourly VALUES ('2026-01-01 10:00Z', 'a', 'b', 3, 1, 100, 50, 150, 7,
@@ -255,9 +267,48 @@ def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, curre
             day = connection.execute("""SELECT throughput_runs, throughput_failed, throughput_mean_bps, trace_runs,
                 distinct_paths, hop_count_max, unreached FROM path_daily WHERE bucket = '2026-01-02 00:00Z'""").fetchone()
             assert day == (3, 1, 2e6, 3, 2, 7, 1)
-    finally:
-        with psycopg.connect(superuser, autocommit=True) as connection:
-            connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch)))
+
+
+def test_routes_keep_their_first_row_and_write_its_hops_once(home, current):
+    """sql/008 on a scratch database: hops stored before it become routes; an upsert of a new route
+    writes its hops, one of a known route changes nothing (what the store job does for each trace)."""
+    import json
+
+    import psycopg
+
+    from pathwatch.db.migrate import migrate
+    from pathwatch.sql import migrations
+
+    upsert = """INSERT INTO trace_paths (path_id, hops, first_seen) VALUES (%s, %s, %s)
+        ON CONFLICT (path_id) DO UPDATE SET hops = excluded.hops, first_seen = excluded.first_seen"""
+    with _scratch_database(home, current) as url:
+        migrate(url, available=[m for m in migrations() if m.version < 8])
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("""INSERT INTO trace_hops VALUES ('old', 1, '10.0.0.1', '10.0.0.2,10.0.0.3', 'r1', 64500,
+                'AS One', 9000, NULL, '2026-01-01 00:00Z')""")
+        migrate(url)
+        hops = [{"ttl": 1, "ip": "10.1.0.1", "other_ips": ["10.1.0.9"], "hostname": "<b>r</b>", "asn": 64501,
+                 "as_owner": "'); drop table anomalies; --", "mtu": None, "error": None, "rtt_ms": 0.4},
+                {"ttl": 2, "ip": None, "other_ips": [], "hostname": None, "asn": None, "as_owner": None, "mtu": None,
+                 "error": None},
+                {"ttl": 3, "ip": "10.9.0.254", "other_ips": [], "hostname": None, "asn": None, "as_owner": None,
+                 "mtu": 1500, "error": "!H"}]
+        with psycopg.connect(url, autocommit=True) as connection:
+            old = connection.execute("SELECT hops->0->>'hostname', hops->0->'other_ips' FROM trace_paths "
+                                     "WHERE path_id = 'old'").fetchone()
+            assert old == ("r1", ["10.0.0.2", "10.0.0.3"])
+            connection.execute(upsert, ["new", json.dumps(hops), "2026-01-02 00:00Z"])
+            connection.execute(upsert, ["new", json.dumps(hops[:1]), "2026-01-03 00:00Z"])  # the same route again
+            rows = connection.execute("SELECT ttl, ip, other_ips, hostname, asn, as_owner, mtu, error, first_seen::text "
+                                      "FROM trace_hops WHERE path_id = 'new' ORDER BY ttl").fetchall()
+            assert [row[:8] for row in rows] == [
+                (1, "10.1.0.1", "10.1.0.9", "<b>r</b>", 64501, "'); drop table anomalies; --", None, None),
+                (2, None, None, None, None, None, None, None),
+                (3, "10.9.0.254", None, None, None, None, 1500, "!H")]
+            assert {row[8] for row in rows} == {"2026-01-02 00:00:00+00"}
+            assert connection.execute("SELECT jsonb_array_length(hops) FROM trace_paths WHERE path_id = 'new'"
+                                      ).fetchone()[0] == 3
+            assert connection.execute("SELECT count(*) FROM anomalies").fetchone()[0] == 0
 
 
 def test_timescaledb_license_helper(current):

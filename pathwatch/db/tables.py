@@ -4,7 +4,8 @@
 True
 """
 
-# Measurements, anomalies and dead letters (the store job), and the hourly rollups their
-# triggers maintain (sql/007); path_hourly and path_daily are views over the rollups.
-PIPELINE_TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_hops", "anomalies",
-                   "dead_letters", "hourly_throughput", "hourly_latency", "hourly_trace")
+# Measurements, routes, anomalies and dead letters (the store job), and what the database's
+# triggers write from them: each route's hops (sql/008) and the hourly rollups (sql/007;
+# path_hourly and path_daily are views over them).
+PIPELINE_TABLES = ("throughput", "throughput_intervals", "latency", "trace", "trace_paths", "trace_hops",
+                   "anomalies", "dead_letters", "hourly_throughput", "hourly_latency", "hourly_trace")
