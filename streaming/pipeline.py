@@ -80,8 +80,9 @@ def _active(settings: PipelineSettings) -> dict:
     return active
 
 
-# Jobs whose state only saves work (the store job's first trace per route): resuming one from a
-# savepoint of an older graph drops the state the new graph has no operator for.
+# Jobs whose state is never needed (the store job keeps none now; an older store job's savepoint
+# holds its record-id deduplication and rollups, which the database does now): resuming one from
+# a savepoint of an older graph drops the state the new graph has no operator for.
 CACHE_STATE_JOBS = frozenset({"store"})
 
 

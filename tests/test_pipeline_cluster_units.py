@@ -40,7 +40,7 @@ def test_the_database_password_is_in_a_private_file_never_on_the_client_command_
 
 
 def test_only_the_store_job_may_drop_state_of_an_older_graph_when_it_resumes(tmp_path):
-    # The store job's state is a cache (first trace per route); detector state must never be dropped.
+    # The store job needs no state (the database deduplicates); detector state must never be dropped.
     settings = _settings(tmp_path)
     path = write_file(settings)
     restore = tmp_path / "savepoint-1"
