@@ -65,7 +65,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "suffer)", "lag_member_loss", {"member": "0"}, expect=("rising_loss", "loss_step"),
              ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0),
     Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
-             expect=("window_limited", "throughput_drop"), touches="a1"),
+             expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
              expect=("loss_step",), fault_h=24.0),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
