@@ -12,7 +12,8 @@ reads, one pathwatch test per enabled task:
   the test's ``ip-version`` picks the family the name resolves to;
 - test types: ``throughput`` → iperf3 (``duration``, ``ip-version``, ``udp``, ``bandwidth``,
   ``parallel``, ``reverse``, ``omit``); ``latency``, ``latencybg`` and ``rtt`` → ping
-  (``packet-count``/``count``, ``packet-interval``/``interval``, ``packet-padding``/``length``);
+  (``packet-count``/``count``, ``packet-interval``/``interval``, ``packet-padding``/``length``,
+  ``deadline``);
   ``trace`` → the task's first tool pathwatch runs (``traceroute``, ``tracepath``, ``mtr``,
   ``scamper``; traceroute when it names none), with ``wait``, ``hops``, ``ip-version``;
 - schedules: ``repeat`` → interval, ``slip`` → jitter (slip at random, as ``sliprand``); a
@@ -138,6 +139,8 @@ def _ping_options(spec: dict, where: str) -> dict:
     for key in ("packet-padding", "length"):
         if key in spec:
             options["packet_size"] = spec[key]
+    if "deadline" in spec:
+        options["deadline"] = _whole(_iso(spec["deadline"], f"{where}.deadline"))
     return options
 
 

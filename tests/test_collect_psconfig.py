@@ -42,7 +42,7 @@ def test_addresses_groups_tasks_and_schedules_become_the_mesh():
     assert throughput.pairs == ((A, B), (A, C))  # disjoint, unidirectional
     latencybg = tests["latency"]
     assert (latencybg.tool, latencybg.options.count, latencybg.options.interval, latencybg.interval) == ("ping", 600, 0.1, 65)
-    assert (tests["rtt"].options.count, tests["rtt"].options.interval) == (2, 0.2)
+    assert (tests["rtt"].options.count, tests["rtt"].options.interval, tests["rtt"].options.deadline) == (2, 0.2, 5)
     assert (tests["paths"].tool, tests["paths"].options.max_hops) == ("tracepath", 8)  # the first tool pathwatch runs
     assert sorted(t.key for t in tasks_for(mesh, B) if t.test.name == "rtt") == [f"rtt:{B}>{A}", f"rtt:{B}>{C}"]
 
