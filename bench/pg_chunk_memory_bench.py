@@ -29,16 +29,11 @@ INSERT = """INSERT INTO latency (time, id, source, destination, format, tool, on
             true, true, 1.0, 600, 0) ON CONFLICT (id, time) DO NOTHING"""
 
 
-def own_kb(pid: int) -> int:
-    """The process's proportional memory without its share of shared memory (kB)."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
-    return int(fields["Pss"].split()[0]) - int(fields["Pss_Shmem"].split()[0])
-
-
 def main() -> None:
     import psycopg
 
     from pathwatch.stack.config import resolve
+    from tests.faults.soak import resources
     from tests.test_stack_integration import prepared_home
     from pathwatch.streaming.settings import from_stack
 
@@ -57,7 +52,7 @@ def main() -> None:
                     connection.execute(INSERT, [EPOCH, day, second, uuid.uuid4(), SOURCE, DESTINATION])
 
         def step(what: str, rows: int) -> None:
-            steps.append({"step": what, "rows": rows, "own_kb": own_kb(pid), "latency_chunks": chunks()})
+            steps.append({"step": what, "rows": rows, "own_kb": resources([pid])["own_kb"], "latency_chunks": chunks()})
             print(json.dumps(steps[-1]), flush=True)
 
         try:

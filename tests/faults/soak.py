@@ -202,28 +202,34 @@ def verdict(samples: list[Sample], warm_up_s: float) -> Verdict:
     for name in after[0].processes:
         def series(key, group):
             return [s.processes[name][key] for s in group if name in s.processes]
-        early_rss, late_rss = series("rss_kb", early), series("rss_kb", late)
-        if early_rss and late_rss:
-            out.rss_growth_pct[name] = round(100 * (statistics.median(late_rss) / statistics.median(early_rss) - 1), 1)
-            early_own, late_own = series("own_kb", early), series("own_kb", late)
-            out.memory_growth_pct[name] = round(100 * (statistics.median(late_own) / statistics.median(early_own) - 1), 1)
+        if series("rss_kb", early) and series("rss_kb", late):
+            out.rss_growth_pct[name] = _growth_pct(series("rss_kb", early), series("rss_kb", late))
+            out.memory_growth_pct[name] = _growth_pct(series("own_kb", early), series("own_kb", late))
             out.shared_kb_last[name] = series("shared_kb", late)[-1]
             out.fd_growth[name] = series("fds", late)[-1] - max(series("fds", early))
             out.thread_growth[name] = series("threads", late)[-1] - max(series("threads", early))
     total = [sum(v or 0 for v in s.lag.values()) for s in after]
     out.lag_max_before_last_fifth = max(total[:-fifth] or [0])
     out.lag_max_last_fifth = max(total[-fifth:])
+    out.checkpoint_bytes_max = _largest_checkpoints(samples)
+    out.checkpoint_bytes_max_before_last_fifth = _largest_checkpoints(after[:-fifth])
+    out.checkpoint_bytes_max_last_fifth = _largest_checkpoints(after[-fifth:])
+    return out
+
+
+def _growth_pct(early: list[int], late: list[int]) -> float:
+    """How much the median of ``late`` is above that of ``early``, in %."""
+    return round(100 * (statistics.median(late) / statistics.median(early) - 1), 1)
+
+
+def _largest_checkpoints(samples: list[Sample]) -> dict[str, int]:
+    """Each job's largest checkpoint in ``samples``."""
+    largest: dict[str, int] = {}
     for s in samples:
         for job, size in s.checkpoint_bytes.items():
             if size is not None:
-                out.checkpoint_bytes_max[job] = max(out.checkpoint_bytes_max.get(job, 0), size)
-    for group, target in ((after[:-fifth], out.checkpoint_bytes_max_before_last_fifth),
-                          (after[-fifth:], out.checkpoint_bytes_max_last_fifth)):
-        for s in group:
-            for job, size in s.checkpoint_bytes.items():
-                if size is not None:
-                    target[job] = max(target.get(job, 0), size)
-    return out
+                largest[job] = max(largest.get(job, 0), size)
+    return largest
 
 
 class Stream:
