@@ -44,16 +44,24 @@ class PathMonitor:
     def _share_state(self) -> None:
         """Share state between the path's detectors: the diurnal detector's busy hours with every
         detector that has a ``busy`` attribute (a saturated path's daily symptoms within them are
-        the saturation's, not new problems), and the route detector's moves with every detector
-        that has a ``route_moves`` attribute (a delay step taken with a route move is the route's)."""
+        the saturation's, not new problems), the route detector's moves with every detector
+        that has a ``route_moves`` attribute (a delay step taken with a route move is the route's),
+        and the MTU detector's judge of black-hole runs with every detector that has a ``stalls``
+        attribute (so all agree on each run)."""
         from pathwatch.models.detectors.diurnal import BusyHours
         from pathwatch.models.detectors.route import RouteMoves
+        from pathwatch.models.stall import BlackHoleStalls
 
         shared = next((d.busy for d in self.detectors if d.name == "diurnal"), None)
         if shared is not None:
             for detector in self.detectors:
                 if isinstance(getattr(detector, "busy", None), BusyHours):
                     detector.busy = shared
+        stalls = next((d.stalls for d in self.detectors if d.name == "mtu"), None)
+        if stalls is not None:
+            for detector in self.detectors:
+                if isinstance(getattr(detector, "stalls", None), BlackHoleStalls):
+                    detector.stalls = stalls
         moves = next((d.moves for d in self.detectors if d.name == "route"), None)
         if moves is not None:
             for detector in self.detectors:

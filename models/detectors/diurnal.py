@@ -31,7 +31,8 @@ troughs within them are its symptoms, not new problems.
 Runs their own host paced (:mod:`pathwatch.models.pace`: uneven per second, no more retransmits
 than usual — a host short of CPU) are left out: a host busy at some hours slows its runs without
 any queue on the path. So are runs whose start stalls as in an MTU black hole (near-silence that
-retransmits), but not a slow start's slow first seconds on a long fat path.
+retransmits, and the run crawling on: :mod:`pathwatch.models.stall`), but not a slow start's slow
+first seconds on a long fat path nor a busy hour's lossy start, which are the trough's own runs.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ import numpy as np
 
 from pathwatch.models.anomaly import SEVERITIES, Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
-from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
+from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace
+from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import mannwhitney_pvalue
 
 DAY = 86400.0
@@ -67,7 +69,7 @@ class DiurnalParams(Params):
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
     stall_s: float = 2.0           # runs stalled this long at start ...
-    stall_retransmits_min: int = 2  # ... retransmitting this much (an MTU black hole; a slow start's don't) are left out
+    stall_retransmits_min: int = 2  # ... retransmitting this much, crawling (an MTU black hole), are left out
     host_cv_factor: float = 3.0    # runs their own host paced (pathwatch.models.pace: per-second rates spread
     host_cv_min: float = 0.01      # this many times the path's usual runs', at least this CV, and no more
     host_retrans_quantile: float = 0.75   # retransmits than this quantile of the usual runs') are left out
@@ -351,6 +353,7 @@ class DiurnalDetector(Detector):
         self.busy = BusyHours()               # the open episode's busy hours, for the path's other detectors
         self.days_seen = 0                    # days the open episode's trough was seen on
         self.pace = HostPace(self.p.host_runs)   # the path's usual runs' evenness and retransmits
+        self.stalls: BlackHoleStalls = stalls_for(self.p)   # black-hole runs (the MTU detector's, shared by the monitor)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -360,6 +363,8 @@ class DiurnalDetector(Detector):
             self.days_seen = 0
         if "pace" not in state:             # pickled before host-paced runs were left out
             self.pace = HostPace(self.p.host_runs)
+        if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
+            self.stalls = stalls_for(self.p)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -371,7 +376,7 @@ class DiurnalDetector(Detector):
 
     def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
-        if obs.ok and not obs.udp and obs.bps and not black_hole_stall(obs, p.stall_s, p.stall_retransmits_min):
+        if obs.ok and not obs.udp and obs.bps and not self.stalls.black_hole(obs):
             if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
                 self.runs.append((obs.t, obs.bps))
                 self.pace.add(obs)

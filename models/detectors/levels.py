@@ -73,8 +73,9 @@ from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
 from pathwatch.models.detectors.route import RouteMoves
-from pathwatch.models.observe import LatencyObs, ThroughputObs, black_hole_stall
+from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace
+from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import poisson_tail_below
 from pathwatch.models.window import SortedWindow, median
 
@@ -112,7 +113,7 @@ class LevelParams(Params):
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
     stall_s: float = 2.0             # runs stalled this long at start ...
-    stall_retransmits_min: int = 2   # ... retransmitting this much belong to the MTU detector (a slow start's don't)
+    stall_retransmits_min: int = 2   # ... retransmitting this much, crawling, belong to the MTU detector (its judge when it runs)
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
     host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
@@ -286,6 +287,7 @@ class LevelDetector(Detector):
         self.loss_bins: deque[list] = deque(maxlen=self.p.loss_hours)   # [hour, lost, sent] of the latency tests
         self.loss_normal: tuple[float, int, int] | None = None   # (hour of the last normal run, lost, sent before it)
         self.route_moves = RouteMoves()   # when the path's route moved (the route detector's, shared by the monitor)
+        self.stalls: BlackHoleStalls = stalls_for(self.p)   # black-hole runs (the MTU detector's, shared by the monitor)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -306,6 +308,8 @@ class LevelDetector(Detector):
         if "loss_bins" not in state:       # pickled before causes were told from their consequences
             self.loss_bins, self.route_moves = deque(maxlen=self.p.loss_hours), RouteMoves()
             self.loss_normal = None
+        if "stalls" not in state:          # pickled before a stall had to crawl to be a hole
+            self.stalls = stalls_for(self.p)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -317,7 +321,7 @@ class LevelDetector(Detector):
 
     # ------------------------------------------------------------------ throughput
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
-        if not obs.ok or obs.udp or not obs.bps or black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
+        if not obs.ok or obs.udp or not obs.bps or self.stalls.black_hole(obs):
             return []
         bound = self._window_bound_run(obs)
         found = [] if self._host_paced(obs) else self._against_baseline(obs)

@@ -13,8 +13,11 @@ the head segment (RTO ≈ RTT + 4 RTT-variance, at least 200 ms, doubling each t
 expiries in a 2 s stall on any terrestrial path). A slow start on a long fat path also moves
 little of the run's rate in its first seconds (from ten segments, the window doubles once a
 round trip: ~13 round trips, over 2 s at 170 ms, to reach 6 Gb/s; an RTT raised by a busy
-hour's queue lengthens it), but nothing is lost while the window grows, so those seconds
-retransmit nothing: that is every run's start on the path, not a hole.
+hour's queue lengthens it), and where it overshoots a queue it loses a few segments too. What
+only a hole does is keep the run crawling: every timeout resets the window to one segment, so
+the run never regains the path's window, where a congestion loss halves it once and the run
+carries on within a few times of its usual rate (``pathwatch.models.stall``: under
+``crawl_fraction`` of the path's usual runs' window, or rate where no window is reported).
 """
 
 from __future__ import annotations
@@ -23,13 +26,17 @@ from dataclasses import dataclass
 
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
-from pathwatch.models.observe import ThroughputObs, TraceObs, black_hole_stall
+from pathwatch.models.observe import ThroughputObs, TraceObs
+from pathwatch.models.stall import BlackHoleStalls
 
 
 @dataclass(frozen=True)
 class MtuParams(Params):
     stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall ...
-    stall_retransmits_min: int = 2  # ... when they retransmit this much (RTO expiries; a slow start loses nothing)
+    stall_retransmits_min: int = 2  # ... when they retransmit this much (RTO expiries) ...
+    crawl_fraction: float = 0.05  # ... and the run's window (else rate) stays under this share of the usual runs'
+    usual_runs: int = 10          # the path's last runs that were not a black hole's, the usual ones
+    min_usual_runs: int = 3       # with fewer usual runs known, the stall alone decides
     evidence_needed: int = 2    # signatures in a row before opening (one of each kind also does)
     clean_needed: int = 2       # clean observations in a row that close it
 
@@ -45,6 +52,16 @@ class MtuDetector(Detector):
         self.path_mtu: int | None = None      # the largest path MTU a trace has shown
         self.signs: list[tuple[float, str, dict]] = []
         self.clean = 0
+        p = self.p
+        self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
+                                      p.min_usual_runs)   # shared with the path's levels and diurnal detectors
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
+            p = self.p
+            self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
+                                          p.min_usual_runs)
 
     def observe(self, obs) -> list[Anomaly]:
         sign = self._trace_sign(obs) if isinstance(obs, TraceObs) else self._run_sign(obs)
@@ -105,7 +122,7 @@ class MtuDetector(Detector):
     def _run_sign(self, obs: ThroughputObs):
         if not obs.ok or obs.udp or not obs.bps:
             return None
-        if black_hole_stall(obs, self.p.stall_s, self.p.stall_retransmits_min):
+        if self.stalls.black_hole(obs):
             return "throughput", {"stall_s": obs.stall_s, "stall_retransmits": obs.stall_retransmits,
                                   "run_bps": round(obs.bps)}
         return False
