@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pathwatch.models.engine import replay_observations
+from pathwatch.models.detectors.route import RouteParams
 from tests.detector_series import DAY, HOUR, T0, latency, trace
 
 A = ["10.0.0.1", "10.0.1.1", "192.0.2.1", "192.0.2.9", "10.9.0.1"]
@@ -178,18 +179,46 @@ def test_icmp_rate_limiting_bursts_over_later_hops_are_no_route_change():
     assert of_kind(detect(traces), "route_change") == []
 
 
+def _silent_from(rng, change_day: float, *, days: int = 8, rtt_step: float = 0.0, silent_traces: int | None = None):
+    """Traces every 20 min, hop 3 answering 99 % of them; from ``change_day`` on it is silent (for
+    ``silent_traces`` traces, else for good) and the RTT moves by ``rtt_step``; (times, change index, traces)."""
+    times = np.arange(T0, T0 + days * DAY, 1200.0)
+    change = int(change_day * DAY / 1200.0)
+    index = np.arange(len(times))
+    quiet = (index >= change) & (index < change + (silent_traces or len(times)))
+    skips = (rng.random(len(times)) < 0.01) | quiet
+    traces = [trace(float(t), [None if skip and ttl == 2 else h for ttl, h in enumerate(A)],
+                    rtt=40.0 + (rtt_step if i >= change and (silent_traces is None or i < change + silent_traces) else 0.0))
+              for i, (t, skip) in enumerate(zip(times, skips))]
+    return times, change, traces
+
+
 def test_a_hop_that_goes_silent_and_stays_silent_is_a_change_dated_from_its_first_silent_trace():
-    """Hop 3 answers 99 % of 6 days of traces, then a router that never answers takes its place."""
-    rng = np.random.default_rng(172)
-    times = np.arange(T0, T0 + 8 * DAY, 1200.0)
-    change = int(6 * DAY / 1200.0)
-    skips = (rng.random(len(times)) < 0.01) | (np.arange(len(times)) >= change)
-    traces = [trace(float(t), [None if skip and ttl == 2 else h for ttl, h in enumerate(A)], rtt=40.0)
-              for t, skip in zip(times, skips)]
+    """Hop 3 answers 99 % of 6 days of traces, then a router that never answers takes its place:
+    with the RTT unchanged, named once the silence outlasts a rate limiter (``silence_hold_s``)."""
+    times, change, traces = _silent_from(np.random.default_rng(172), 6)
+    found = of_kind(detect(traces), "route_change")
+    assert len(found) == 1
+    hold = RouteParams().silence_hold_s
+    assert found[0].start == times[change] and times[change] + hold <= found[0].detected_at <= times[change] + hold + 1200
+    assert found[0].evidence["divergence_ttl"] == 3 and found[0].evidence["new_hops"][1] == "*"
+
+
+def test_a_silent_new_router_that_moves_the_rtt_is_a_change_within_a_few_traces():
+    """The same new silent router, the round trip 3 ms longer with it: the delay confirms the change."""
+    times, change, traces = _silent_from(np.random.default_rng(172), 6, rtt_step=3.0)
     found = of_kind(detect(traces), "route_change")
     assert len(found) == 1
     assert found[0].start == times[change] and times[change + 1] < found[0].detected_at <= times[change + 4]
-    assert found[0].evidence["divergence_ttl"] == 3 and found[0].evidence["new_hops"][1] == "*"
+
+
+def test_a_router_quiet_for_an_hour_between_unchanged_neighbours_is_no_route_change():
+    """A hop that had always answered is silent on five traces in a row (a rate limiter engaged for
+    an hour and a half), its neighbours and the RTT as before: the old code named a route change
+    after three."""
+    for seed in range(3):
+        _, _, traces = _silent_from(np.random.default_rng(seed), 4, silent_traces=5)
+        assert of_kind(detect(traces), "route_change") == [], seed
 
 
 def test_a_new_answering_router_is_a_change_on_the_first_trace_that_shows_it():

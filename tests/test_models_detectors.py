@@ -134,23 +134,25 @@ def _silent_change(rng, *, owd_step, dropped_only=False, shifted_before=False):
 
 def test_a_new_silent_router_is_a_change_once_its_silence_outlasts_chance_dated_from_the_first_silent_trace():
     """Hop 4 answered all 150 traces, then stays silent: improbable by chance after four silent
-    traces (three in a row after 150 answers: 1.7e-6, not yet below 1e-6; four: 4e-8), with or
-    without a delay step."""
+    traces (three in a row after 150 answers: 1.7e-6, not yet below 1e-6; four: 4e-8) when the
+    delay stepped with it; with the delay as before and the hop's neighbours answering as ever,
+    once the silence outlasts a rate limiter (``silence_hold_s``: 3 h, the ninth trace after)."""
     rng = np.random.default_rng(35)
-    for step in (-3.0, 0.0):
+    for step, confirmed_by in ((-3.0, 3), (0.0, 9)):
         found, change_t, after = _silent_change(rng, owd_step=step)
-        assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == after[3].t
+        assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == after[confirmed_by].t
         assert found[0].end is None
         assert found[0].evidence["divergence_ttl"] == 4 and "*" in found[0].evidence["new_hops"]
 
 
 def test_one_dropped_answer_at_a_delay_step_is_not_a_change():
     # one dropped answer coinciding with a delay step; a route whose hop goes silent hours after
-    # its delay moved is a silent router all the same, found by its silence
+    # its delay moved is a silent router all the same, found by its silence once it outlasts a
+    # rate limiter (the delay did not move with it)
     rng = np.random.default_rng(36)
     assert _silent_change(rng, owd_step=-3.0, dropped_only=True)[0] == []
     found, change_t, after = _silent_change(rng, owd_step=-3.0, shifted_before=True)
-    assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == after[3].t
+    assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == after[9].t
 
 
 def test_a_latency_shift_ending_as_a_hop_drops_its_answer_is_not_a_route_change():

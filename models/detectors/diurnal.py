@@ -65,6 +65,8 @@ class DiurnalParams(Params):
                                    # window of 3 hours holds one run a day at a 2-hour cadence),
                                    # then only with latency tests that see the queue rise too
     alpha: float = 1e-3            # Mann-Whitney level
+    queue_seen_ms: float = 0.5     # busy-hour queueing, or a delay floor above its flanks, this much higher at
+                                   # least shows a queue (owamp reports tenths of a ms; NTP moves a one-way delay by tenths)
     quiet_days: int = 2
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
@@ -167,6 +169,43 @@ _STARTS = np.tile(np.arange(24), len(WIDTHS))
 _WIDTHS_3D = np.array(WIDTHS)[:, None, None]
 _HOURS = np.arange(24)
 _ROWS = np.arange(2 * len(_STARTS))
+
+
+def floor_over_flanks(t: np.ndarray, floor: np.ndarray, start: float, width: float) -> tuple[np.ndarray, np.ndarray]:
+    """The delay floor in each day's busy hours and in the ``width`` hours on either side of them,
+    each less the straight line through the two flanks' medians that day: (busy residuals, flank
+    residuals). A standing queue lifts the busy hours above both flanks; a clock that drifts or
+    steps moves the floor along a line or once, not up and back down, and leaves no residual rise.
+
+    >>> t = np.arange(0.0, 3 * DAY, 600.0)
+    >>> drift = 0.7 * t / 3600.0                         # a clock drifting 0.7 ms an hour
+    >>> busy, flanks = floor_over_flanks(t, drift, 12, 3)
+    >>> round(float(np.median(busy) - np.median(flanks)), 6)
+    0.0
+    >>> queue = drift + 8.0 * ((((t % DAY) / 3600.0) - 12) % 24 < 3)   # ... and a standing queue 12-15 h
+    >>> busy, flanks = floor_over_flanks(t, queue, 12, 3)
+    >>> round(float(np.median(busy) - np.median(flanks)), 6)
+    8.0
+    """
+    width = min(width, 8.0)            # (flanks of up to 8 h, the busy hours' own length)
+    hours = (((t % DAY) / 3600.0) - start) % 24
+    day = np.floor((t - start * 3600.0) / DAY)
+    busy_out, flank_out = [], []
+    for d in np.unique(day[hours < width]):
+        inside = (day == d) & (hours < width)
+        before = (day == d - 1) & (hours >= 24 - width)
+        after = (day == d) & (hours >= width) & (hours < 2 * width)
+        if not before.any() or not after.any():
+            continue
+        tb, ta = float(np.median(t[before])), float(np.median(t[after]))
+        fb, fa = float(np.median(floor[before])), float(np.median(floor[after]))
+        slope = (fa - fb) / (ta - tb)
+        busy_out.append(floor[inside] - (fb + slope * (t[inside] - tb)))
+        flanks = before | after
+        flank_out.append(floor[flanks] - (fb + slope * (t[flanks] - tb)))
+    if not busy_out:
+        return np.empty(0), np.empty(0)
+    return np.concatenate(busy_out), np.concatenate(flank_out)
 
 
 def _median(values: np.ndarray) -> np.float64:
@@ -584,24 +623,32 @@ class DiurnalDetector(Detector):
             return {}
         q = np.array([v[1] for v in self.queue])
         loss = np.array([v[2] for v in self.queue])
-        signals = [(q, np.median), (loss, np.mean)]
+        signals = [(loss[inside], loss[~inside], np.mean)]
+        if np.median(q[inside]) - np.median(q[~inside]) >= self.p.queue_seen_ms:
+            signals.append((q[inside], q[~inside], np.median))
         floor = None
         if all(len(v) > 4 for v in self.queue):      # (samples kept before the floor was: without it)
-            floor = np.array([v[4] for v in self.queue])
-            signals.append((floor, np.median))
+            floor = floor_over_flanks(t, np.array([v[4] for v in self.queue]), start, width)
+            if len(floor[0]) and len(floor[1]):
+                if np.median(floor[0]) - np.median(floor[1]) >= self.p.queue_seen_ms:
+                    signals.append((floor[0], floor[1], np.median))
+            else:
+                floor = None
 
         # A full queue in the busy hours delays or drops the latency tests' packets there: the
         # busy hours' typical queueing (median), their loss (mean) or, a queue that never drains
-        # (a standing queue delays every packet), their delay floor (median of the minima) higher,
-        # and significantly.
-        rise = any(shown(v[inside]) > shown(v[~inside])
-                   and mannwhitney_pvalue(v[inside], v[~inside], "greater", self.p.alpha) <= self.p.alpha
-                   for v, shown in signals if np.ptp(v) > 0)
+        # (a standing queue delays every packet), their delay floor (median of the minima) higher
+        # than the hours on either side of them that day — delays by ``queue_seen_ms`` at least (a
+        # drifting or stepping clock moves the floor too, but along a line or once, not up and back
+        # down), and significantly.
+        rise = any(shown(busy) > shown(other)
+                   and mannwhitney_pvalue(busy, other, "greater", self.p.alpha) <= self.p.alpha
+                   for busy, other, shown in signals if np.ptp(np.concatenate((busy, other))) > 0)
         facts = {"queueing_or_loss_rise": bool(rise),
                  "busy_queueing_ms": round(float(np.median(q[inside])), 2),
                  "other_queueing_ms": round(float(np.median(q[~inside])), 2),
                  "busy_loss_pct": round(100 * float(loss[inside].mean()), 4),
                  "other_loss_pct": round(100 * float(loss[~inside].mean()), 4)}
         if floor is not None:
-            facts["busy_floor_rise_ms"] = round(float(np.median(floor[inside]) - np.median(floor[~inside])), 2)
+            facts["busy_floor_rise_ms"] = round(float(np.median(floor[0]) - np.median(floor[1])), 2)
         return facts

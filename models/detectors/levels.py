@@ -419,8 +419,7 @@ class LevelDetector(Detector):
                 self.window_held = None
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low and not self.low_runs:
-            if obs.bps >= base - spread / 2:   # runs halfway to the threshold do not move the baseline
-                self._add_normal(obs)
+            self._add_normal(obs)
             shifted = self._level_shift(base)
             return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         self.low_runs.append(obs)
@@ -430,7 +429,7 @@ class LevelDetector(Detector):
             # Not a level: give the normal runs back to the baseline (not those halfway down, as
             # above) and start over.
             for r in runs:
-                if r.bps >= base - spread / 2:
+                if r.bps >= base - spread:
                     self._add_normal(r)
             self.low_runs = []
             shifted = self._level_shift(base)

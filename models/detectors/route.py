@@ -41,6 +41,11 @@ on ``L − 1`` times). A run during which the route's silences moved — several
 or another hop falling silent or answering again — is what ICMP rate limiting does (routers from
 some TTL on answering only now and then, for a while): its bursts are assumed as likely to go on
 as not until the hop has shown otherwise, so only a silence that outlasts such a burst counts.
+A first burst looks like a new silent router for as long as it lasts, but a new router between
+the same two neighbours, on a route as long, that leaves the delay where it was is nothing a NOC
+could see or act on: such a silence is a change only when the trace's RTT or the one-way delay
+stepped with it, or once it has lasted ``silence_hold_s`` (longer than a rate limiter stays
+engaged; a silent trace's RTT is kept out of the level it is compared with).
 The change dates from the first silent trace. A silence that ends earlier is counted into the
 hop's rate. Only the route in use is judged: a trace silent on an older known route is the path
 going back to that route. The silent TTL of a change is part of the new route (``"*"`` in its hops
@@ -86,6 +91,27 @@ class RouteParams(Params):
     # skipped answers but a new router that never answers. 100 path-days hold ~10^5 traces of ~10
     # hops each (two tools every 20-60 min): 1e-6 keeps chance silences below one per 100 path-days.
     silence_alpha: float = 1e-6
+    # A silence at hops whose neighbours still answer as before, the route as long, is a new router
+    # only when the delay moved with it (a trace RTT or one-way delay step) or it lasts this long:
+    # longer than a router's ICMP rate limiter stays engaged (control-plane load comes and goes).
+    silence_hold_s: float = 3 * 3600.0
+
+
+def _flanked(known: tuple, route: tuple, silent: list[int]) -> bool:
+    """Whether every silent TTL sits between hops that answer in ``route`` as in ``known`` (the
+    destination counts) and the route is as long: nothing seen moved, only a router fell quiet.
+
+    >>> _flanked(("a", "b", "c", "d"), ("a", None, "c", "d"), [2]), _flanked(("a", "b", "c"), ("a", None), [2])
+    (True, False)
+    """
+    if len(route) != len(known):
+        return False
+    for ttl in silent:
+        before = route[ttl - 2] if ttl >= 2 else None
+        after = route[ttl] if ttl < len(route) else None
+        if after is None or after != known[ttl] or (ttl >= 2 and before != known[ttl - 2]):
+            return False
+    return True
 
 
 def route_of(obs: TraceObs) -> tuple[str | None, ...]:
@@ -539,7 +565,7 @@ class RouteDetector(Detector):
                 if found:
                     return out + found       # (a new silent router: this trace is on the new route)
             known.last, known.count = obs.t, known.count + 1
-            if "route_change" not in self.episodes:
+            if "route_change" not in self.episodes and not gaps:   # (a silent trace may be a new route's)
                 if obs.reached and obs.last_rtt_ms is not None:
                     self.rtts.append(obs.last_rtt_ms)
             return out
@@ -598,13 +624,18 @@ class RouteDetector(Detector):
                 confirmed.append((ttl, length, first, chance))
         if not confirmed:
             return []
+        first = min(c[2] for c in confirmed)
+        step = self._trace_rtt_step(obs)
+        if step is None:
+            step = self._owd_step(first)
+        if step is None and obs.t - first < self.p.silence_hold_s and _flanked(hops, route, [c[0] for c in confirmed]):
+            return []        # the same route with a router declining to answer, so far
         new_hops = list(route) + [None] * (len(hops) - len(route))
         for ttl, *_ in confirmed:
             new_hops[ttl - 1] = SILENT
         for ttl, x in enumerate(hops, start=1):
             if new_hops[ttl - 1] is None and x is not None and x != SILENT and ttl not in runs:
                 new_hops[ttl - 1] = x
-        first = min(c[2] for c in confirmed)
         ttl, length, _, chance = min(confirmed, key=lambda c: c[3])
         for c in confirmed:
             runs.pop(c[0], None)     # (a change, not skipped answers: kept out of the rates)
@@ -615,7 +646,7 @@ class RouteDetector(Detector):
         missed = silence.misses.get(ttl, 0)
         return self._start_change(
             obs.t, tool, f"hop {ttl} silent on {length} traces in a row (it skipped {missed} of "
-                         f"{traces - length + 1} answers before: chance {chance:.0e})", self._trace_rtt_step(obs))
+                         f"{traces - length + 1} answers before: chance {chance:.0e})", step)
 
     def _step(self, values, latest: float, reference: float, floor: float) -> float | None:
         """``latest`` − ``reference`` when it exceeds ``floor`` and ``step_sigmas`` times the noise of
