@@ -426,8 +426,9 @@ class LevelDetector(Detector):
         runs = self.low_runs
         highs = sum(1 for r in runs if r.bps >= base - spread)
         if highs > self.p.tput_tolerated * len(runs):
-            # Not a level: give the normal runs back to the baseline (not those halfway down, as
-            # above) and start over.
+            # Not a level: give the runs that were not low back to the baseline and start over
+            # (every run that is not low joins it: keeping out those halfway down biased the
+            # baseline up and its spread down on a noisy path, and noise then read as drops).
             for r in runs:
                 if r.bps >= base - spread:
                     self._add_normal(r)
