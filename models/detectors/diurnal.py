@@ -623,7 +623,7 @@ class DiurnalDetector(Detector):
             return {}
         q = np.array([v[1] for v in self.queue])
         loss = np.array([v[2] for v in self.queue])
-        signals = [(loss[inside], loss[~inside], np.mean)]
+        signals = [(loss[inside], loss[~inside], np.median)]
         if np.median(q[inside]) - np.median(q[~inside]) >= self.p.queue_seen_ms:
             signals.append((q[inside], q[~inside], np.median))
         floor = None
@@ -635,8 +635,9 @@ class DiurnalDetector(Detector):
             else:
                 floor = None
 
-        # A full queue in the busy hours delays or drops the latency tests' packets there: the
-        # busy hours' typical queueing (median), their loss (mean) or, a queue that never drains
+        # A full queue in the busy hours delays or drops the latency tests' packets there, all
+        # through them: the busy hours' typical queueing, their typical loss (medians: a burst of
+        # cross traffic that loses a few samples' probes is not a queue full for hours) or, a queue that never drains
         # (a standing queue delays every packet), their delay floor (median of the minima) higher
         # than the hours on either side of them that day — delays by ``queue_seen_ms`` at least (a
         # drifting or stepping clock moves the floor too, but along a line or once, not up and back
