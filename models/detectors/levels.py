@@ -1,6 +1,9 @@
 """Level shifts: throughput_drop and window_limited (throughput), latency_shift (delay).
 
-Each series keeps a robust baseline (median and MAD of recent normal values). A shift opens when
+Each series keeps a robust baseline (median and MAD of recent normal values). A throughput run
+joins it only within half the low threshold of it, either way: runs kept out on one side alone
+(those halfway down, so that a drop under way does not pull the baseline after it) bias its
+median up and its spread down on a noisy path, until noise reads as a drop. A shift opens when
 every value over at least ``*_runs`` values and ``*_span_s`` seconds sits beyond the baseline by
 more than the larger of an absolute floor, a fraction of the baseline and ``k`` MADs — a
 persistent level change, not an outlier or a busy hour. It closes when values come back. A
@@ -419,18 +422,17 @@ class LevelDetector(Detector):
                 self.window_held = None
             return self.close(kind, obs.t, {"recovered_bps": obs.bps})
         if not low and not self.low_runs:
-            self._add_normal(obs)
+            if abs(obs.bps - base) < spread / 2:   # runs halfway to the threshold, either way, stay out
+                self._add_normal(obs)
             shifted = self._level_shift(base)
             return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         self.low_runs.append(obs)
         runs = self.low_runs
         highs = sum(1 for r in runs if r.bps >= base - spread)
         if highs > self.p.tput_tolerated * len(runs):
-            # Not a level: give the runs that were not low back to the baseline and start over
-            # (every run that is not low joins it: keeping out those halfway down biased the
-            # baseline up and its spread down on a noisy path, and noise then read as drops).
+            # Not a level: give the runs near the baseline back to it and start over.
             for r in runs:
-                if r.bps >= base - spread:
+                if abs(r.bps - base) < spread / 2:
                     self._add_normal(r)
             self.low_runs = []
             shifted = self._level_shift(base)
