@@ -87,7 +87,9 @@ def black_hole_stall(obs: ThroughputObs, stall_s: float, retransmits_min: int) -
     """Whether a run's start stalls as in a path MTU black hole: ``stall_s`` or more of near-silence
     that retransmit at least ``retransmits_min`` segments (the vanished head segment resent at each
     retransmission timeout). A slow start's first seconds on a long fat path move as little but
-    lose nothing: no retransmits, no stall.
+    lose nothing: no retransmits, no stall. Half of a black hole's signature: a start that loses
+    segments to a full queue stalls too, and only a run that then crawls on is a hole's
+    (:mod:`pathwatch.models.stall`, which the detectors ask).
 
     >>> from dataclasses import replace
     >>> slow_start = ThroughputObs(0.0, True, None, 6e9, 0, 170.0, None, 8948, 10.0, 1, False, 2.0, 0.05, 0)
