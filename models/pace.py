@@ -56,3 +56,71 @@ class HostPace:
             return False
         ordered = sorted(self.retransmits)
         return (run.retransmits or 0) <= ordered[min(len(ordered) - 1, int(retrans_quantile * len(ordered)))]
+
+
+class HostTails:
+    """The path's latency tests' delay tails, and whether its host was loaded at a run's time.
+
+    A host short of CPU timestamps some of the probes it sends or receives late, whichever path
+    they are on: the one-way delay's tail (95th percentile above the minimum) grows while the
+    floor, the typical delay (median above the minimum) and loss stay as they were. A queue on
+    the path delays the typical packet too and, full, loses some; a slower link or a new route
+    moves the floor or nothing. So a run slowed while the path's latest latency test (within
+    ``recent_s`` before it) holds a tail ``tail_factor`` times (and ``tail_min_ms``) above its
+    usual, the median and loss unmoved, was slowed by a loaded host, not the network (a receiver
+    short of CPU may drop the run's own segments, so its retransmits say nothing either way).
+
+    >>> tails = HostTails(86400.0)
+    >>> for i in range(120):
+    ...     tails.add(i * 600.0, p95_ms=0.2, median_ms=0.05, lost=0, sent=6000)
+    >>> tails.loaded(120 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    False
+    >>> for i in range(120, 126):
+    ...     tails.add(i * 600.0, p95_ms=1.0, median_ms=0.05, lost=0, sent=6000)   # a host busy
+    >>> tails.loaded(126 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    True
+    >>> for i in range(126, 132):
+    ...     tails.add(i * 600.0, p95_ms=1.0, median_ms=0.9, lost=12, sent=6000)   # a queue: median and loss up
+    >>> tails.loaded(132 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    False
+    """
+
+    __slots__ = ("span_s", "samples")
+
+    def __init__(self, span_s: float) -> None:
+        self.span_s = span_s
+        self.samples: deque[tuple[float, float, float, int, int]] = deque()   # (t, p95 − min, median − min, lost, sent)
+
+    def __getstate__(self):
+        return (self.span_s, list(self.samples))
+
+    def __setstate__(self, state) -> None:
+        self.span_s, samples = state
+        self.samples = deque(samples)
+
+    def add(self, t: float, *, p95_ms: float, median_ms: float, lost: int, sent: int) -> None:
+        """Keep a latency sample's tail and typical delay above its minimum, and its loss."""
+        samples = self.samples
+        samples.append((t, p95_ms, median_ms, lost, sent))
+        while samples and samples[0][0] < t - self.span_s:
+            samples.popleft()
+
+    def loaded(self, t: float, recent_s: float, tail_factor: float, tail_min_ms: float, median_slack_ms: float) -> bool:
+        """Whether the latest sample at or before ``t`` (within ``recent_s``) shows a loaded host
+        (above) against the samples before it; False without it or with fewer than 12 before it."""
+        latest = next((s for s in reversed(self.samples) if s[0] <= t), None)
+        if latest is None or latest[0] < t - recent_s:
+            return False
+        recent = [latest]
+        before = [s for s in self.samples if s[0] < latest[0]]
+        if len(before) < 12:
+            return False
+        usual_tail = median(s[1] for s in before)
+        if median(s[1] for s in recent) < max(tail_factor * usual_tail, usual_tail + tail_min_ms):
+            return False
+        if median(s[2] for s in recent) > median(s[2] for s in before) + median_slack_ms:
+            return False
+        lost, sent = sum(s[3] for s in recent), sum(s[4] for s in recent)
+        lost_before, sent_before = sum(s[3] for s in before), sum(s[4] for s in before)
+        return sent > 0 and lost * sent_before <= 2 * max(lost_before, 1) * sent
+

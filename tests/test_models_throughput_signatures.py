@@ -14,7 +14,7 @@ import pytest
 
 from pathwatch.models.config import DetectorConfig
 from pathwatch.models.engine import replay_observations
-from tests.detector_series import DAY, HOUR, T0, run, throughput_series
+from tests.detector_series import DAY, HOUR, T0, latency, latency_times, run, throughput_series
 
 
 def detect(observations, enabled=("mtu", "levels")):
@@ -143,3 +143,36 @@ def test_a_noisy_path_is_no_throughput_drop(seed):
     obs = [run(t, bps, retransmits=10) for t, bps in throughput_series(np.random.default_rng(seed), 21, noise=0.17)]
     found = detect(obs, enabled=("levels",))
     assert not [a for a in found if a.kind == "throughput_drop"], [a.summary for a in found]
+
+
+def loaded_host(rng, *, load=(T0 + 3 * DAY + 7 * HOUR, T0 + 3 * DAY + 17 * HOUR), queue=False, days=5):
+    """Runs every 2 h at ~9 Gb/s and latency tests every 10 min (tail p95 − min 0.3 ms); during
+    ``load`` (a 10-hour backup job on the receiver) the runs keep 60 % and the latency tests'
+    tail grows to 1.8 ms while their median and loss stay — or, with ``queue``, a queue on the
+    path: the median rises with the tail (a queue that fills without overflowing: lost probes
+    would make the drop the loss's, named by the loss detector)."""
+    obs = []
+    for t, bps in throughput_series(rng, days, noise=0.04):
+        obs.append(run(t, bps * (0.6 if load[0] <= t < load[1] else 1.0), retransmits=10))
+    for t in latency_times(days):
+        busy = load[0] <= t < load[1]
+        sample = latency(t, 20.0 + rng.normal(0, 0.02), queue=0.05 + (0.8 if busy and queue else 0.0))
+        obs.append(replace(sample, delay_p95_ms=sample.delay_min_ms + (1.8 if busy else 0.3)))
+    return sorted(obs, key=lambda o: o.t)
+
+
+def test_runs_slowed_while_the_host_is_loaded_are_no_throughput_drop():
+    """Ten hours of runs at 60 % while the path's latency tests show the host's tell: a longer
+    delay tail with the typical delay and loss as before (the old code named a drop)."""
+    for seed in range(4):
+        found = detect(loaded_host(np.random.default_rng(seed)), enabled=("levels",))
+        assert not [a for a in found if a.kind == "throughput_drop"], (seed, [a.summary for a in found])
+
+
+def test_runs_slowed_while_a_queue_fills_the_path_are_still_a_throughput_drop():
+    """The same runs at 60 %, for good, with the latency tests' median delay rising with their
+    tail: a queue on the path, the network's, still named."""
+    for seed in range(4):
+        found = detect(loaded_host(np.random.default_rng(seed), queue=True, load=(T0 + 3 * DAY + 7 * HOUR, T0 + 9 * DAY)),
+                       enabled=("levels",))
+        assert [a for a in found if a.kind == "throughput_drop"], seed

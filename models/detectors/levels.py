@@ -20,7 +20,10 @@ back up defers the verdict to the next one. A run its own host paced says nothin
 path's capacity and counts neither way: its per-second rates spread ``host_cv_factor`` times
 more than the path's normal runs' (a NIC or a network bottleneck paces a flow as evenly as
 ever; a sender or receiver short of CPU moves its bytes in uneven gulps) while it retransmits
-no more than they do (a network that slows a flow loses packets; a busy CPU loses none).
+no more than they do (a network that slows a flow loses packets; a busy CPU loses none), or
+the path's latest latency test before it shows a loaded host's tell
+(:class:`pathwatch.models.pace.HostTails`: a longer delay tail, the typical delay and loss as
+before).
 
 A throughput drop whose runs are flat, retransmit nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
@@ -77,7 +80,7 @@ from pathwatch.models.base import Detector, Params, severity_for
 from pathwatch.models.detectors.diurnal import BusyHours
 from pathwatch.models.detectors.route import RouteMoves
 from pathwatch.models.observe import LatencyObs, ThroughputObs
-from pathwatch.models.pace import HostPace
+from pathwatch.models.pace import HostPace, HostTails
 from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import poisson_tail_below
 from pathwatch.models.window import SortedWindow, median
@@ -120,6 +123,11 @@ class LevelParams(Params):
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
     host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
+    host_tail_recent_s: float = 1800.0   # or: a run whose path's latest latency test (this long before it at most) ...
+    host_tail_factor: float = 3.0        # ... hold a delay tail (p95 − min) this many times the usual ...
+    host_tail_min_ms: float = 0.5        # ... and this much above it ...
+    host_median_slack_ms: float = 0.2    # ... with the typical delay (median − min) within this of its usual, loss not up
+    host_tail_span_s: float = 26 * 3600.0  # ... (the usual: the samples of this long before them)
     loss_hours: int = 48             # hourly (lost, sent) bins of the path's latency tests kept ...
     loss_before_s: float = 24 * 3600.0   # ... the loss a normal rate went with: over this long up to the run
     loss_alpha: float = 1e-4         # loss during the drop above the loss before it at this level (Poisson) ...
@@ -275,6 +283,7 @@ class LevelDetector(Detector):
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
         self.pace = HostPace(self.p.baseline)   # the normal runs' evenness and retransmits
+        self.tails = HostTails(self.p.host_tail_span_s)   # the latency tests' delay tails: a loaded host
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
@@ -313,6 +322,8 @@ class LevelDetector(Detector):
             self.loss_normal = None
         if "stalls" not in state:          # pickled before a stall had to crawl to be a hole
             self.stalls = stalls_for(self.p)
+        if "tails" not in state:           # pickled before a loaded host was told by its delay tail
+            self.tails = HostTails(self.p.host_tail_span_s)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -334,7 +345,10 @@ class LevelDetector(Detector):
         """Whether the run's own host, not the network, set its pace (:mod:`pathwatch.models.pace`,
         against the path's normal runs): such a run says nothing about the path's capacity."""
         p = self.p
-        return self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline)
+        if self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline):
+            return True
+        return self.tails.loaded(obs.t, p.host_tail_recent_s, p.host_tail_factor, p.host_tail_min_ms,
+                                 p.host_median_slack_ms)
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
@@ -622,6 +636,10 @@ class LevelDetector(Detector):
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:
         if obs.ok and obs.sent and obs.lost < obs.sent:
             self._count_loss(obs)          # (a dead path's probes are all lost: no rate to compare)
+            low = obs.delay_min_ms
+            if low is not None and obs.delay_p95_ms is not None and obs.delay_median_ms is not None:
+                self.tails.add(obs.t, p95_ms=obs.delay_p95_ms - low, median_ms=obs.delay_median_ms - low,
+                               lost=obs.lost, sent=obs.sent)
         value = obs.delay_min_ms
         if (not obs.ok or value is None or obs.sent == 0 or obs.lost >= obs.sent or value < 0
                 or (obs.clock_error_ms or 0) > 50 or obs.synchronized is False):
