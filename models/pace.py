@@ -85,42 +85,44 @@ class HostTails:
     False
     """
 
-    __slots__ = ("span_s", "samples")
+    __slots__ = ("hours", "current", "latest")
 
     def __init__(self, span_s: float) -> None:
-        self.span_s = span_s
-        self.samples: deque[tuple[float, float, float, int, int]] = deque()   # (t, p95 − min, median − min, lost, sent)
+        # Per past hour (at most ``span_s`` of them): (hour, median tail, median typical delay,
+        # lost, sent) — bounded whatever the tests' cadence; the hour being filled; the latest sample.
+        self.hours: deque[tuple[int, float, float, int, int]] = deque(maxlen=max(1, int(span_s // 3600)))
+        self.current: tuple[int, list[float], list[float], int, int] | None = None
+        self.latest: tuple[float, float, float, int, int] | None = None   # (t, p95 − min, median − min, lost, sent)
 
     def __getstate__(self):
-        return (self.span_s, list(self.samples))
+        return (self.hours.maxlen, list(self.hours), self.current, self.latest)
 
     def __setstate__(self, state) -> None:
-        self.span_s, samples = state
-        self.samples = deque(samples)
+        size, hours, self.current, self.latest = state
+        self.hours = deque(hours, maxlen=size)
 
     def add(self, t: float, *, p95_ms: float, median_ms: float, lost: int, sent: int) -> None:
         """Keep a latency sample's tail and typical delay above its minimum, and its loss."""
-        samples = self.samples
-        samples.append((t, p95_ms, median_ms, lost, sent))
-        while samples and samples[0][0] < t - self.span_s:
-            samples.popleft()
+        hour, current = int(t // 3600), self.current
+        if current is None or current[0] != hour:
+            if current is not None:
+                self.hours.append((current[0], median(current[1]), median(current[2]), current[3], current[4]))
+            current = self.current = (hour, [], [], 0, 0)
+        current[1].append(p95_ms)
+        current[2].append(median_ms)
+        self.current = (hour, current[1], current[2], current[3] + lost, current[4] + sent)
+        self.latest = (t, p95_ms, median_ms, lost, sent)
 
     def loaded(self, t: float, recent_s: float, tail_factor: float, tail_min_ms: float, median_slack_ms: float) -> bool:
         """Whether the latest sample at or before ``t`` (within ``recent_s``) shows a loaded host
-        (above) against the samples before it; False without it or with fewer than 12 before it."""
-        latest = next((s for s in reversed(self.samples) if s[0] <= t), None)
-        if latest is None or latest[0] < t - recent_s:
+        (above) against the past hours'; False without it or with fewer than 12 past hours."""
+        latest, hours = self.latest, self.hours
+        if latest is None or latest[0] > t or latest[0] < t - recent_s or len(hours) < 12:
             return False
-        recent = [latest]
-        before = [s for s in self.samples if s[0] < latest[0]]
-        if len(before) < 12:
+        usual_tail = median(h[1] for h in hours)
+        if latest[1] < max(tail_factor * usual_tail, usual_tail + tail_min_ms):
             return False
-        usual_tail = median(s[1] for s in before)
-        if median(s[1] for s in recent) < max(tail_factor * usual_tail, usual_tail + tail_min_ms):
+        if latest[2] > median(h[2] for h in hours) + median_slack_ms:
             return False
-        if median(s[2] for s in recent) > median(s[2] for s in before) + median_slack_ms:
-            return False
-        lost, sent = sum(s[3] for s in recent), sum(s[4] for s in recent)
-        lost_before, sent_before = sum(s[3] for s in before), sum(s[4] for s in before)
-        return sent > 0 and lost * sent_before <= 2 * max(lost_before, 1) * sent
-
+        lost_before, sent_before = sum(h[3] for h in hours), sum(h[4] for h in hours)
+        return latest[4] > 0 and latest[3] * sent_before <= 2 * max(lost_before, 1) * latest[4]
