@@ -69,6 +69,7 @@ class HostTails:
     ``recent_s`` before it) holds a tail ``tail_factor`` times (and ``tail_min_ms``) above its
     usual, the median and loss unmoved, was slowed by a loaded host, not the network (a receiver
     short of CPU may drop the run's own segments, so its retransmits say nothing either way).
+    The usual is read from the past hours' medians (``span_s`` of them at most, 12 at least).
 
     >>> tails = HostTails(86400.0)
     >>> for i in range(120):
