@@ -89,10 +89,11 @@ class HostTails:
     __slots__ = ("hours", "current", "latest")
 
     def __init__(self, span_s: float) -> None:
-        # Per past hour (at most ``span_s`` of them): (hour, median tail, median typical delay,
-        # lost, sent) — bounded whatever the tests' cadence; the hour being filled; the latest sample.
-        self.hours: deque[tuple[int, float, float, int, int]] = deque(maxlen=max(1, int(span_s // 3600)))
-        self.current: tuple[int, list[float], list[float], int, int] | None = None
+        # Per past hour (at most ``span_s`` of them): (median tail, median typical delay, lost,
+        # sent) — bounded whatever the tests' cadence; the hour being filled, as [hour, tails,
+        # typical delays, lost, sent]; the latest sample.
+        self.hours: deque[tuple[float, float, int, int]] = deque(maxlen=max(1, int(span_s // 3600)))
+        self.current: list | None = None
         self.latest: tuple[float, float, float, int, int] | None = None   # (t, p95 − min, median − min, lost, sent)
 
     def __getstate__(self):
@@ -107,11 +108,12 @@ class HostTails:
         hour, current = int(t // 3600), self.current
         if current is None or current[0] != hour:
             if current is not None:
-                self.hours.append((current[0], median(current[1]), median(current[2]), current[3], current[4]))
-            current = self.current = (hour, [], [], 0, 0)
+                self.hours.append((median(current[1]), median(current[2]), current[3], current[4]))
+            current = self.current = [hour, [], [], 0, 0]
         current[1].append(p95_ms)
         current[2].append(median_ms)
-        self.current = (hour, current[1], current[2], current[3] + lost, current[4] + sent)
+        current[3] += lost
+        current[4] += sent
         self.latest = (t, p95_ms, median_ms, lost, sent)
 
     def loaded(self, t: float, recent_s: float, tail_factor: float, tail_min_ms: float, median_slack_ms: float) -> bool:
@@ -120,10 +122,10 @@ class HostTails:
         latest, hours = self.latest, self.hours
         if latest is None or latest[0] > t or latest[0] < t - recent_s or len(hours) < 12:
             return False
-        usual_tail = median(h[1] for h in hours)
+        usual_tail = median(h[0] for h in hours)
         if latest[1] < max(tail_factor * usual_tail, usual_tail + tail_min_ms):
             return False
-        if latest[2] > median(h[2] for h in hours) + median_slack_ms:
+        if latest[2] > median(h[1] for h in hours) + median_slack_ms:
             return False
-        lost_before, sent_before = sum(h[3] for h in hours), sum(h[4] for h in hours)
+        lost_before, sent_before = sum(h[2] for h in hours), sum(h[3] for h in hours)
         return latest[4] > 0 and latest[3] * sent_before <= 2 * max(lost_before, 1) * latest[4]

@@ -82,12 +82,14 @@ class BlackHoleStalls:
         return True
 
 
-def stalls_for(params) -> BlackHoleStalls:
+def stalls_for(params, mtu=None) -> BlackHoleStalls:
     """A judge from a detector's own ``stall_s`` and ``stall_retransmits_min`` and the MTU
-    detector's defaults for the rest: what the levels and diurnal detectors use when no MTU
-    detector runs on the path to share its own."""
-    from pathwatch.models.detectors.mtu import MtuParams
+    detector's parameters ``mtu`` (its defaults when None) for the rest: the MTU detector's own,
+    and what the levels and diurnal detectors use when no MTU detector runs on the path to share
+    its own."""
+    if mtu is None:
+        from pathwatch.models.detectors.mtu import MtuParams
 
-    mtu = MtuParams()
+        mtu = MtuParams()
     return BlackHoleStalls(params.stall_s, params.stall_retransmits_min, mtu.crawl_fraction, mtu.usual_runs,
                            mtu.min_usual_runs)

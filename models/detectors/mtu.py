@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
 from pathwatch.models.observe import ThroughputObs, TraceObs
-from pathwatch.models.stall import BlackHoleStalls
+from pathwatch.models.stall import BlackHoleStalls, stalls_for
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,12 @@ class MtuDetector(Detector):
         self.path_mtu: int | None = None      # the largest path MTU a trace has shown
         self.signs: list[tuple[float, str, dict]] = []
         self.clean = 0
-        p = self.p
-        self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
-                                      p.min_usual_runs)   # shared with the path's levels and diurnal detectors
+        self.stalls: BlackHoleStalls = stalls_for(self.p, self.p)   # shared with the path's levels and diurnal detectors
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
-            p = self.p
-            self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
-                                          p.min_usual_runs)
+            self.stalls = stalls_for(self.p, self.p)
 
     def observe(self, obs) -> list[Anomaly]:
         sign = self._trace_sign(obs) if isinstance(obs, TraceObs) else self._run_sign(obs)
