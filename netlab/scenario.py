@@ -2,7 +2,8 @@
 running pipeline (``pathwatch lab scenario NAME``).
 
 Each run names its hosts afresh (``a1.<tag>.lab``: new paths, so no detector state carries over
-from an earlier run) and runs on the lab clock (``clock.py``, ``factor`` lab seconds per real
+from an earlier run; the tag is drawn until the run's paths reach every partition of the
+records topic, see ``partitions.py``) and runs on the lab clock (``clock.py``, ``factor`` lab seconds per real
 second). Runs follow each other on the lab clock, an hour apart (``<state>/clock.json``: the
 detect job releases records once the newest record it has seen has moved past them, so a run
 placed before an earlier one would be late from its first record), starting 30 days in the past
@@ -33,7 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pathwatch.models.incidents import path_key
+
 from .collectors import host_name
+from .partitions import tag_feeding_every_partition
 from .topology import SITE_A_HOSTS, SITE_B_HOSTS
 
 RUN_SLACK_S = 2.0   # real seconds a run may have started before the injection and still probe after it
@@ -143,7 +147,8 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     """Run ``scenario`` in the running ``lab`` against the running pipeline of ``settings``."""
     from pathwatch.contract.timefmt import from_epoch
 
-    tag = uuid.uuid4().hex[:6]
+    tag = tag_feeding_every_partition(lambda tag: _path_keys(lab, tag), _partitions(settings, "records"),
+                                      lambda: uuid.uuid4().hex[:6])
     phases = (scenario.baseline_h, scenario.fault_h, scenario.after_h)
     total_lab_s = sum(phases) * 3600
     started = time.time()
@@ -200,6 +205,22 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     outcome.records, outcome.late = _records(settings.database_url, tag)
     outcome.seconds = round(time.time() - started, 1)
     return outcome
+
+
+def _path_keys(lab, tag: str) -> list[str]:
+    """The message keys of a run's paths (the lab's mesh: every host to every other)."""
+    names = [host_name(host, tag) for host in lab.topology.hosts]
+    return [path_key(source, destination) for source in names for destination in names if source != destination]
+
+
+def _partitions(settings, role: str) -> int:
+    """How many partitions the stack's topic of ``role`` has."""
+    from confluent_kafka.admin import AdminClient
+
+    from pathwatch.stack.kafka_security import client_config
+
+    topic = settings.topics[role]
+    return len(AdminClient(client_config(settings.bootstrap)).list_topics(topic, timeout=10).topics[topic].partitions)
 
 
 def _last_end(state_dir: Path) -> float:

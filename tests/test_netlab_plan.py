@@ -104,3 +104,35 @@ def test_a_lab_template_is_a_psconfig_mesh_of_every_host_with_throughput_between
     assert sorted(key for key in keys if key.startswith("throughput")) == [
         "throughput:a1.t9.lab>b1.t9.lab", "throughput:a1.t9.lab>b2.t9.lab"]
     assert mesh.hosts["b2.t9.lab"].site == "LAB-B" and mesh.hosts["b2.t9.lab"].address == "10.78.4.1"
+
+
+# Kafka's own test vectors for Utils.murmur2 (clients/src/test/.../UtilsTest.java).
+@pytest.mark.parametrize("key, expected", [
+    (b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
+    (b"a-little-bit-longer-string", -1486304829),
+    (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971), (b"abc", 479470107)])
+def test_murmur2_is_the_java_clients(key, expected):
+    from pathwatch.netlab.partitions import murmur2
+
+    assert murmur2(key) == expected
+
+
+def test_a_lab_run_is_tagged_so_that_its_paths_reach_every_partition():
+    import itertools
+
+    from pathwatch.netlab.partitions import partition_of, tag_feeding_every_partition
+    from pathwatch.netlab.scenario import _path_keys
+
+    class _Lab:
+        topology = Topology(members=2)
+
+    counter = itertools.count()
+    tags = [f"{next(counter):06x}" for _ in range(40)]
+    reach = [len({partition_of(key, 6) for key in _path_keys(_Lab, tag)}) for tag in tags]
+    assert min(reach) < 6        # some tags leave a partition without paths: the choice matters
+    chosen = tag_feeding_every_partition(lambda tag: _path_keys(_Lab, tag), 6, iter(tags).__next__)
+    assert len({partition_of(key, 6) for key in _path_keys(_Lab, chosen)}) == 6
+    # more partitions than paths: the tag that reaches the most
+    wide = tag_feeding_every_partition(lambda tag: _path_keys(_Lab, tag), 64, iter(tags).__next__, tries=40)
+    assert len({partition_of(key, 64) for key in _path_keys(_Lab, wide)}) == max(
+        len({partition_of(key, 64) for key in _path_keys(_Lab, tag)}) for tag in tags)
