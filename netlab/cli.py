@@ -92,7 +92,7 @@ def status(home: Home = None, as_json: Annotated[bool, typer.Option("--json", he
 
 
 @app.command()
-def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, saturation, small_buffers, firewall_loss, host_dark or flaky_router (benign).")],
+def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, saturation, small_buffers, firewall_loss, host_dark, cross_traffic or flaky_router (benign).")],
           settings: Annotated[Optional[list[str]], typer.Argument(help="KEY=VALUE parameters, e.g. percent=2 member=1.", show_default=False)] = None,
           off: Annotated[bool, typer.Option("--off", help="Remove the fault instead.")] = False,
           home: Home = None) -> None:
@@ -113,7 +113,7 @@ def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole
 
 
 @app.command()
-def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark, benign or benign_flaky_router.")],
+def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark, saturation, benign or benign_flaky_router.")],
              factor: Annotated[float, typer.Option(help="Lab seconds per real second (the compressed clock).")] = 600.0,
              fresh: Annotated[bool, typer.Option("--fresh", help="Restart the pipeline jobs afresh (savepoints and checkpoints discarded) and the lab clock with them.")] = False,
              home: Home = None) -> None:

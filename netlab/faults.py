@@ -11,6 +11,8 @@ Each fault is what the case study it stands for did to the network, not a change
                           (nftables): the flows the hash puts on it degrade, the others stay clean
 ``saturation``            a token bucket of ``rate_mbit`` on rp→rb (a busy link's queue; cross
                           traffic fills it, see the scenarios)
+``cross_traffic``         a bulk transfer: iperf3 from ``from`` to ``to`` (``streams`` TCP
+                          streams, port ``port``, not the measurement servers') until removed
 ``small_buffers``         a host's TCP buffers capped at ``window_kb`` (sysctl in its namespace):
                           throughput ≈ window / RTT
 ``firewall_loss``         ra drops ``percent`` % of site-to-site packets at random (nftables)
@@ -124,6 +126,26 @@ def _buffers(lab: Topology, host: str, window_kb: int | None) -> Commands:
                      f"net.core.rmem_max={values[2]}", f"net.core.wmem_max={values[3]}")]  # fmt: skip
 
 
+def _bulk(lab: Topology, params: dict) -> Commands:
+    """A one-off iperf3 server on ``to`` and, detached (its output nowhere: the lab does not wait
+    for it), a client on ``from`` sending ``streams`` TCP streams until it is stopped."""
+    for end in ("from", "to"):
+        if params[end] not in lab.hosts:
+            raise ValueError(f"{end}: one of {', '.join(lab.hosts)}, not {params[end]!r}")
+    port, address = str(int(params["port"])), lab.address(params["to"])
+    client = (f"setsid -f iperf3 -c {address} -p {port} -P {int(params['streams'])} -t 86400 "
+              ">/dev/null 2>&1 </dev/null")
+    return _bulk_stop(lab, params) + [
+        lab.exec(params["to"], "iperf3", "-s", "-1", "-D", "-p", port),
+        lab.exec(params["from"], "sh", "-c", f"sleep 0.2; {client}")]
+
+
+def _bulk_stop(lab: Topology, params: dict) -> Commands:
+    port = str(int(params["port"]))
+    return [lab.exec(params["from"], "sh", "-c", f"pkill -f '[i]perf3 -c .* -p {port} ' || true"),
+            lab.exec(params["to"], "sh", "-c", f"pkill -f '[i]perf3 -s -1 -D -p {port}$' || true")]
+
+
 def _host_link(lab: Topology, host: str):
     router = "ra" if host in SITE_A_HOSTS else "rb"
     if host not in SITE_A_HOSTS + SITE_B_HOSTS:
@@ -161,6 +183,8 @@ FAULTS: dict[str, Fault] = {fault.name: fault for fault in (
           _member_loss, _member_clean),
     Fault("saturation", "a token-bucket bottleneck on rp→rb", {"rate_mbit": 200, "queue_ms": 40},
           _bottleneck, _bottleneck_off),
+    Fault("cross_traffic", "a bulk transfer between two hosts (iperf3, TCP)",
+          {"from": "a2", "to": "b2", "streams": 4, "port": 5301}, _bulk, _bulk_stop),
     Fault("small_buffers", "a host's TCP buffers capped (window-limited)", {"host": "a1", "window_kb": 64},
           lambda lab, p: _buffers(lab, p["host"], p["window_kb"]), lambda lab, p: _buffers(lab, p["host"], None)),
     Fault("firewall_loss", "ra drops a small share of site-to-site packets", {"percent": 0.5},

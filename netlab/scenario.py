@@ -59,6 +59,10 @@ class Scenario:
     baseline_h: float = 30.0
     fault_h: float = 8.0
     after_h: float = 4.0
+    busy_hours: tuple[float, float] | None = None   # the fault in force only in these lab hours of
+                                                    # each day of the fault phase (a busy afternoon)
+    setup: tuple[str, dict] | None = None   # a fault in force for the whole run, baseline included:
+                                            # part of the network the detectors learn, not the fault
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
@@ -72,6 +76,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
              expect=("loss_step",), fault_h=24.0),
+    Scenario("saturation", "rp→rb is a 100 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
+             "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
+             expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "100", "queue_ms": "20"}),
+             busy_hours=(13.0, 18.0), fault_h=96.0),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
     Scenario("benign", "no fault: the lab as it is", None),
     Scenario("benign_flaky_router", "benign: rp answers about 95 % of trace probes", "flaky_router",
@@ -158,6 +166,9 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         raise RuntimeError(f"the lab clock has caught up with the wall clock (the last run ended at lab "
                            f"{from_epoch(int(last_end))}): `pathwatch lab scenario --fresh` starts it anew")
     outcome = Outcome(scenario.name, tag, factor, scenario.expect)
+    if scenario.setup:
+        applied = lab.fault(scenario.setup[0], scenario.setup[1])
+        report(f"{scenario.name} [{tag}]: the network has {scenario.setup[0]} {applied} for the whole run")
     log = (lab.state_dir / f"collectors-{tag}.log").open("wb")
     collectors = subprocess.Popen([sys.executable, "-m", "pathwatch.netlab.collectors", "--state", str(lab.state_dir),
                                    "--tag", tag, "--bootstrap", settings.bootstrap, "--topic", settings.topics["raw"],
@@ -174,23 +185,33 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         time.sleep(phases[0] * 3600 / factor)
         steps = scenario.ramp or ({},)
         step_s = phases[1] * 3600 / factor / len(steps)
+        # a busy-hours fault is switched on and off within 10 lab minutes of each window's ends
+        tick = min(poll_s, 600 / factor) if scenario.busy_hours else poll_s
         for index, step in enumerate(steps):
+            params = {**scenario.params, **step}
             if scenario.fault:
                 if index:
                     lab.fault(scenario.fault, on=False)
-                applied = lab.fault(scenario.fault, {**scenario.params, **step})
+                if not scenario.busy_hours:
+                    applied = lab.fault(scenario.fault, params)
             if index == 0:
                 injected_real = time.time()
                 outcome.injected_lab = from_epoch(int(lab_origin + (injected_real - started) * factor))
                 report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
-                                                      if scenario.fault else "no fault (benign run)"))  # fmt: skip
+                                                      if scenario.fault else "no fault (benign run)")
+                       + (" (in force from {:g} to {:g} h of each lab day)".format(*scenario.busy_hours)
+                          if scenario.busy_hours else ""))  # fmt: skip
             if scenario.ramp and scenario.fault:
                 report(f"{scenario.name} [{tag}]: step {index + 1} of {len(steps)}: {applied}")
-            end_step = injected_real + (index + 1) * step_s
+            end_step, judged = injected_real + (index + 1) * step_s, time.time()
             while time.time() < end_step:
-                time.sleep(min(poll_s, max(0.0, end_step - time.time())))
-                _judge(outcome, scenario, settings, injected_real, report)
-        if scenario.fault:
+                if scenario.busy_hours:
+                    _follow_busy_hours(scenario, lab, params, lab_origin + (time.time() - started) * factor, report)
+                time.sleep(min(tick, max(0.0, end_step - time.time())))
+                if time.time() - judged >= poll_s or time.time() >= end_step:
+                    _judge(outcome, scenario, settings, injected_real, report)
+                    judged = time.time()
+        if scenario.fault and scenario.fault in lab.faults:
             lab.fault(scenario.fault, on=False)
             report(f"{scenario.name} [{tag}]: {scenario.fault} removed")
         time.sleep(phases[2] * 3600 / factor)
@@ -198,13 +219,35 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         collectors.terminate()
         collectors.wait(120)
         _save_end(lab.state_dir, lab_origin + (time.time() - started) * factor)
-        if scenario.fault and scenario.fault in lab.faults:
-            lab.fault(scenario.fault, on=False)
+        for fault in (scenario.fault, scenario.setup[0] if scenario.setup else None):
+            if fault and fault in lab.faults:
+                lab.fault(fault, on=False)
     _wait_stored(settings)
     _judge(outcome, scenario, settings, injected_real, report, final=True)
     outcome.records, outcome.late = _records(settings.database_url, tag)
     outcome.seconds = round(time.time() - started, 1)
     return outcome
+
+
+def in_busy_hours(scenario: Scenario, lab_t: float) -> bool:
+    """Whether lab time ``lab_t`` (epoch s, UTC) falls in the scenario's busy hours of the day.
+
+    >>> in_busy_hours(SCENARIOS["saturation"], 13.5 * 3600), in_busy_hours(SCENARIOS["saturation"], 86400 + 18 * 3600)
+    (True, False)
+    """
+    start, end = scenario.busy_hours
+    return start <= (lab_t % 86400) / 3600 < end
+
+
+def _follow_busy_hours(scenario: Scenario, lab, params: dict, lab_t: float, report) -> None:
+    """Switch the scenario's fault on when its busy hours begin and off when they end."""
+    from pathwatch.contract.timefmt import from_epoch
+
+    busy, active = in_busy_hours(scenario, lab_t), scenario.fault in lab.faults
+    if busy != active:
+        lab.fault(scenario.fault, params, on=busy)
+        report(f"{scenario.name}: lab {from_epoch(int(lab_t))}: busy hours {'begin' if busy else 'end'}, "
+               f"{scenario.fault} {'on' if busy else 'off'}")
 
 
 def _path_keys(lab, tag: str) -> list[str]:

@@ -117,6 +117,28 @@ def test_saturation_queues_packets_behind_a_busy_link(lab):
     assert sent["bits_per_second"] < 60e6, sent                                 # the bucket's rate
 
 
+def test_cross_traffic_fills_the_busy_link_until_it_is_removed(lab):
+    import time
+
+    idle = median(_rtts(lab, "a1", "b1"))
+    lab.fault("saturation", {"rate_mbit": "50", "queue_ms": "40"})
+    try:
+        lab.fault("cross_traffic", {"from": "a2", "to": "b2"})
+        try:
+            time.sleep(2)
+            busy = _rtts(lab, "a1", "b1", count=10)
+        finally:
+            lab.fault("cross_traffic", on=False)
+        time.sleep(1)
+        after = _rtts(lab, "a1", "b1", count=5)
+    finally:
+        lab.fault("saturation", on=False)
+    left = subprocess.run(["pgrep", "-f", "[i]perf3 .*-p 5301"], capture_output=True, text=True).stdout
+    assert median(busy) > idle + 10, (idle, busy)        # the transfer's standing queue
+    assert median(after) < idle + 5, (idle, after)       # gone with it
+    assert left == "", left
+
+
 def test_small_buffers_cap_throughput_near_window_over_rtt(lab):
     open_rate = _iperf3(lab, "a1", "b2")["bits_per_second"]
     lab.fault("small_buffers", {"host": "a1", "window_kb": "64"})

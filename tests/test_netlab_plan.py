@@ -136,3 +136,44 @@ def test_a_lab_run_is_tagged_so_that_its_paths_reach_every_partition():
     wide = tag_feeding_every_partition(lambda tag: _path_keys(_Lab, tag), 64, iter(tags).__next__, tries=40)
     assert len({partition_of(key, 64) for key in _path_keys(_Lab, wide)}) == max(
         len({partition_of(key, 64) for key in _path_keys(_Lab, tag)}) for tag in tags)
+
+
+def test_a_busy_hours_fault_is_in_force_only_in_each_lab_days_busy_hours():
+    from pathwatch.netlab.scenario import SCENARIOS, _follow_busy_hours
+
+    class _Lab:
+        def __init__(self):
+            self.faults, self.calls = {}, []
+
+        def fault(self, name, params=None, on=True):
+            self.calls.append((name, on))
+            if on:
+                self.faults[name] = params
+            else:
+                self.faults.pop(name)
+
+    scenario, lab, said = SCENARIOS["saturation"], _Lab(), []
+    day = 86400 * 20
+    in_force = []
+    for minute in range(0, 2 * 24 * 60, 10):    # two lab days, every 10 lab minutes
+        _follow_busy_hours(scenario, lab, scenario.params, day + minute * 60, said.append)
+        in_force.append(scenario.fault in lab.faults)
+    start, end = scenario.busy_hours
+    expected = [start <= (minute / 60) % 24 < end for minute in range(0, 2 * 24 * 60, 10)]
+    assert in_force == expected
+    assert lab.calls == [("cross_traffic", True), ("cross_traffic", False)] * 2
+    assert len(said) == 4 and "busy hours begin" in said[0]
+
+
+def test_cross_traffic_is_a_detached_bulk_transfer_to_the_other_hosts_own_port_stopped_by_that_port():
+    lab = Topology()
+    fault = FAULTS["cross_traffic"]
+    on = [" ".join(argv) for argv in fault.on(lab, parameters(fault, {"from": "a1", "to": "b1", "port": "5302"}))]
+    server = next(c for c in on if "iperf3 -s" in c and "pkill" not in c)
+    client = next(c for c in on if "setsid -f iperf3 -c" in c)
+    assert lab.namespace("b1") in server and "-p 5302" in server
+    assert lab.namespace("a1") in client and f"-c {lab.address('b1')} -p 5302" in client and ">/dev/null" in client
+    off = [" ".join(argv) for argv in fault.off(lab, parameters(fault, {"from": "a1", "to": "b1", "port": "5302"}))]
+    assert all("5302" in c and "|| true" in c for c in off)
+    with pytest.raises(ValueError, match="to: one of"):
+        fault.on(lab, parameters(fault, {"to": "rp"}))
