@@ -113,7 +113,7 @@ def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole
 
 
 @app.command()
-def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark, saturation, benign or benign_flaky_router.")],
+def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark, saturation, benign, benign_flaky_router or benign_bursts.")],
              factor: Annotated[float, typer.Option(help="Lab seconds per real second (the compressed clock).")] = 600.0,
              fresh: Annotated[bool, typer.Option("--fresh", help="Restart the pipeline jobs afresh (savepoints and checkpoints discarded) and the lab clock with them.")] = False,
              home: Home = None) -> None:

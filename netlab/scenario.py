@@ -60,7 +60,9 @@ class Scenario:
     fault_h: float = 8.0
     after_h: float = 4.0
     busy_hours: tuple[float, float] | None = None   # the fault in force only in these lab hours of
-                                                    # each day of the fault phase (a busy afternoon)
+                                                    # each day of the fault phase (a busy afternoon) ...
+    bursts: tuple[tuple[float, float], ...] = ()    # ... or only in these spans, lab hours after the
+                                                    # injection (one-off bursts)
     setup: tuple[str, dict] | None = None   # a fault in force for the whole run, baseline included:
                                             # part of the network the detectors learn, not the fault
 
@@ -76,10 +78,16 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
              expect=("loss_step",), fault_h=24.0),
-    Scenario("saturation", "rp→rb is a 100 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
+    # The link is faster than two of the lab's own throughput tests at once (200 Mbit/s each), so
+    # that only the cross traffic fills its queue, as on a real path whose tests do not saturate it.
+    Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
              "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
-             expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "100", "queue_ms": "20"}),
+             expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
              busy_hours=(13.0, 18.0), fault_h=96.0),
+    Scenario("benign_bursts", "benign: the same 500 Mbit/s link; a bulk transfer a2→b2 fills it three times, "
+             "for 1 to 2 lab hours, at no time of day in particular", "cross_traffic", {"from": "a2", "to": "b2"},
+             setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
+             bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
     Scenario("benign", "no fault: the lab as it is", None),
     Scenario("benign_flaky_router", "benign: rp answers about 95 % of trace probes", "flaky_router",
@@ -186,13 +194,14 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         steps = scenario.ramp or ({},)
         step_s = phases[1] * 3600 / factor / len(steps)
         # a busy-hours fault is switched on and off within 10 lab minutes of each window's ends
-        tick = min(poll_s, 600 / factor) if scenario.busy_hours else poll_s
+        scheduled = bool(scenario.busy_hours or scenario.bursts)
+        tick = min(poll_s, 600 / factor) if scheduled else poll_s
         for index, step in enumerate(steps):
             params = {**scenario.params, **step}
             if scenario.fault:
                 if index:
                     lab.fault(scenario.fault, on=False)
-                if not scenario.busy_hours:
+                if not scheduled:
                     applied = lab.fault(scenario.fault, params)
             if index == 0:
                 injected_real = time.time()
@@ -200,13 +209,17 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
                 report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
                                                       if scenario.fault else "no fault (benign run)")
                        + (" (in force from {:g} to {:g} h of each lab day)".format(*scenario.busy_hours)
-                          if scenario.busy_hours else ""))  # fmt: skip
+                          if scenario.busy_hours else "")
+                       + (" (in force {} lab hours after it)".format(", ".join(f"{a:g}–{b:g}" for a, b in scenario.bursts))
+                          if scenario.bursts else ""))  # fmt: skip
             if scenario.ramp and scenario.fault:
                 report(f"{scenario.name} [{tag}]: step {index + 1} of {len(steps)}: {applied}")
             end_step, judged = injected_real + (index + 1) * step_s, time.time()
             while time.time() < end_step:
-                if scenario.busy_hours:
-                    _follow_busy_hours(scenario, lab, params, lab_origin + (time.time() - started) * factor, report)
+                if scheduled:
+                    now = time.time()
+                    _follow_schedule(scenario, lab, params, lab_origin + (now - started) * factor,
+                                     (now - injected_real) * factor / 3600, report)
                 time.sleep(min(tick, max(0.0, end_step - time.time())))
                 if time.time() - judged >= poll_s or time.time() >= end_step:
                     _judge(outcome, scenario, settings, injected_real, report)
@@ -229,25 +242,31 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     return outcome
 
 
-def in_busy_hours(scenario: Scenario, lab_t: float) -> bool:
-    """Whether lab time ``lab_t`` (epoch s, UTC) falls in the scenario's busy hours of the day.
+def in_schedule(scenario: Scenario, lab_t: float, since_injection_h: float) -> bool:
+    """Whether the scenario's fault is due at lab time ``lab_t`` (epoch s, UTC), ``since_injection_h``
+    lab hours into its fault phase: in its busy hours of the day, or in one of its bursts.
 
-    >>> in_busy_hours(SCENARIOS["saturation"], 13.5 * 3600), in_busy_hours(SCENARIOS["saturation"], 86400 + 18 * 3600)
+    >>> in_schedule(SCENARIOS["saturation"], 13.5 * 3600, 0), in_schedule(SCENARIOS["saturation"], 18 * 3600, 0)
+    (True, False)
+    >>> in_schedule(SCENARIOS["benign_bursts"], 0, 2.5), in_schedule(SCENARIOS["benign_bursts"], 0, 3.5)
     (True, False)
     """
-    start, end = scenario.busy_hours
-    return start <= (lab_t % 86400) / 3600 < end
+    if scenario.busy_hours:
+        start, end = scenario.busy_hours
+        return start <= (lab_t % 86400) / 3600 < end
+    return any(start <= since_injection_h < end for start, end in scenario.bursts)
 
 
-def _follow_busy_hours(scenario: Scenario, lab, params: dict, lab_t: float, report) -> None:
-    """Switch the scenario's fault on when its busy hours begin and off when they end."""
+def _follow_schedule(scenario: Scenario, lab, params: dict, lab_t: float, since_injection_h: float, report) -> None:
+    """Switch the scenario's fault on when its busy hours or a burst begin, and off when they end."""
     from pathwatch.contract.timefmt import from_epoch
 
-    busy, active = in_busy_hours(scenario, lab_t), scenario.fault in lab.faults
-    if busy != active:
-        lab.fault(scenario.fault, params, on=busy)
-        report(f"{scenario.name}: lab {from_epoch(int(lab_t))}: busy hours {'begin' if busy else 'end'}, "
-               f"{scenario.fault} {'on' if busy else 'off'}")
+    due, active = in_schedule(scenario, lab_t, since_injection_h), scenario.fault in lab.faults
+    if due != active:
+        lab.fault(scenario.fault, params, on=due)
+        report(f"{scenario.name}: lab {from_epoch(int(lab_t))}: {'busy hours' if scenario.busy_hours else 'a burst'} "
+               f"{'begin' if due else 'end'}{'s' if not scenario.busy_hours else ''}, "
+               f"{scenario.fault} {'on' if due else 'off'}")
 
 
 def _path_keys(lab, tag: str) -> list[str]:

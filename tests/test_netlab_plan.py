@@ -139,7 +139,7 @@ def test_a_lab_run_is_tagged_so_that_its_paths_reach_every_partition():
 
 
 def test_a_busy_hours_fault_is_in_force_only_in_each_lab_days_busy_hours():
-    from pathwatch.netlab.scenario import SCENARIOS, _follow_busy_hours
+    from pathwatch.netlab.scenario import SCENARIOS, _follow_schedule
 
     class _Lab:
         def __init__(self):
@@ -156,7 +156,7 @@ def test_a_busy_hours_fault_is_in_force_only_in_each_lab_days_busy_hours():
     day = 86400 * 20
     in_force = []
     for minute in range(0, 2 * 24 * 60, 10):    # two lab days, every 10 lab minutes
-        _follow_busy_hours(scenario, lab, scenario.params, day + minute * 60, said.append)
+        _follow_schedule(scenario, lab, scenario.params, day + minute * 60, minute / 60, said.append)
         in_force.append(scenario.fault in lab.faults)
     start, end = scenario.busy_hours
     expected = [start <= (minute / 60) % 24 < end for minute in range(0, 2 * 24 * 60, 10)]
@@ -177,3 +177,13 @@ def test_cross_traffic_is_a_detached_bulk_transfer_to_the_other_hosts_own_port_s
     assert all("5302" in c and "|| true" in c for c in off)
     with pytest.raises(ValueError, match="to: one of"):
         fault.on(lab, parameters(fault, {"to": "rp"}))
+
+
+def test_bursts_are_in_force_only_in_their_spans_after_the_injection():
+    from pathwatch.netlab.scenario import SCENARIOS, in_schedule
+
+    scenario = SCENARIOS["benign_bursts"]
+    due = [in_schedule(scenario, 13.5 * 3600 + tenth * 360, tenth / 10) for tenth in range(int(scenario.fault_h * 10))]
+    hours = sum(due) / 10
+    assert abs(hours - sum(end - start for start, end in scenario.bursts)) < 0.2   # not by the time of day
+    assert not scenario.expect                                                     # benign: any anomaly is a false alarm
