@@ -276,13 +276,16 @@ def _path_keys(lab, tag: str) -> list[str]:
 
 
 def _partitions(settings, role: str) -> int:
-    """How many partitions the stack's topic of ``role`` has."""
+    """How many partitions the stack's topic of ``role`` has (its security settings as
+    :func:`pathwatch.streaming.pipeline.job_lag` reads them, from the stack of ``settings.home``)."""
     from confluent_kafka.admin import AdminClient
 
+    from pathwatch.stack.config import resolve
     from pathwatch.stack.kafka_security import client_config
 
     topic = settings.topics[role]
-    return len(AdminClient(client_config(settings.bootstrap)).list_topics(topic, timeout=10).topics[topic].partitions)
+    admin = AdminClient(client_config(settings.bootstrap, resolve(home=settings.home)))
+    return len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
 
 
 def _last_end(state_dir: Path) -> float:

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 from statistics import median
 
 import pytest
@@ -118,8 +119,6 @@ def test_saturation_queues_packets_behind_a_busy_link(lab):
 
 
 def test_cross_traffic_fills_the_busy_link_until_it_is_removed(lab):
-    import time
-
     idle = median(_rtts(lab, "a1", "b1"))
     lab.fault("saturation", {"rate_mbit": "50", "queue_ms": "40"})
     try:
