@@ -2,7 +2,8 @@
 
 Routes are compared hop by hop: two traces are the same route when every TTL where both got an
 answer has the same address and, when both reached the destination, the same length (silent
-hops and a trace cut short by silence do not make a new route). A path keeps the routes it has
+hops and a trace cut short by silence do not make a new route; nor does a destination met
+further out behind silent TTLs, its nearer answers lost at a full queue: its own TTL is silent). A path keeps the routes it has
 used (its ECMP variants), each remembered for ``forget_s`` after it was last seen or, if it was
 in use longer than that, for as long as it was in use (at most ``remember_max_s``): a path that
 goes back to its long-standing route after a detour of days is not changing again. A trace on
@@ -123,11 +124,29 @@ def route_of(obs: TraceObs) -> tuple[str | None, ...]:
     return hops[:end]
 
 
+def answered_late(known: tuple, trace: tuple) -> bool:
+    """Whether a trace that reached ``known``'s destination further out did so only because the
+    destination's nearer answers were lost: every TTL from the known route's length to the
+    trace's last is silent, and the last answer is the known destination's. A traceroute goes on
+    to the next TTL when all its probes of one went unanswered (a full queue drops them), and a
+    probe with a larger TTL still reaches a destination that near; it is the same route with the
+    destination's TTL silent, judged as any silence (a new router that never answers makes that
+    silence persist).
+
+    >>> answered_late(("r1", "r2", "d"), ("r1", "r2", None, None, "d")), answered_late(("r1", "d"), ("r1", "x", "d"))
+    (True, False)
+    """
+    return (len(trace) > len(known) and trace[-1] == known[-1]
+            and all(hop is None for hop in trace[len(known) - 1:-1]))
+
+
 def route_gaps(known: tuple, known_reached: bool, trace: tuple, trace_reached: bool) -> int | None:
     """How many TTLs a trace is silent at where the known route answers, or None when it is another route.
 
     Another route: an answering TTL disagrees (a known :data:`SILENT` hop answering counts), no
-    TTL answers in both, or both reached the destination at different lengths.
+    TTL answers in both, or both reached the destination at different lengths — unless the trace
+    met the destination further out behind silence (:func:`answered_late`: its TTL on the known
+    route counts as silent).
 
     >>> route_gaps(("r1", "r2", "r3"), True, ("r1", None, "r3"), True)
     1
@@ -135,9 +154,13 @@ def route_gaps(known: tuple, known_reached: bool, trace: tuple, trace_reached: b
     0
     >>> route_gaps(("r1", SILENT, "r3"), True, ("r1", "r2", "r3"), True) is None
     True
+    >>> route_gaps(("r1", "r2", "r3"), True, ("r1", "r2", None, "r3"), True)
+    1
     """
     if known_reached and trace_reached and len(known) != len(trace):
-        return None
+        if not answered_late(known, trace):
+            return None
+        trace = trace[:len(known)]
     if known == trace:            # the usual case: nothing can disagree, is any hop answering?
         return 0 if known.count(None) != len(known) else None
     common = gaps = 0
