@@ -3,10 +3,10 @@
 Routes are compared hop by hop: two traces are the same route when every TTL where both got an
 answer has the same address and, when both reached the destination, the same length (silent
 hops and a trace cut short by silence do not make a new route; nor does a destination met
-further out behind silent TTLs, its nearer answers lost at a full queue: its own TTL is silent). A path keeps the routes it has
-used (its ECMP variants), each remembered for ``forget_s`` after it was last seen or, if it was
-in use longer than that, for as long as it was in use (at most ``remember_max_s``): a path that
-goes back to its long-standing route after a detour of days is not changing again. A trace on
+further out behind silent TTLs, its nearer answers lost at a full queue: its own TTL is
+silent). A path keeps the routes it has used (its ECMP variants), each remembered for
+``forget_s`` after it was last seen or, if it was in use longer than that, for as long as it was
+in use (at most ``remember_max_s``): a path that goes back to its long-standing route after a detour of days is not changing again. A trace on
 none of them is a candidate change. The candidate opens ``route_change`` at once when an
 independent measurement agrees — the latency tests' one-way delay steps at the same time (in
 the samples before the trace or the first one after it) and, when the trace reached the
