@@ -1,23 +1,23 @@
 """route_change and unreachable, from traces (and the reachability that latency and throughput show).
 
 Routes are compared hop by hop: two traces are the same route when every TTL where both got an
-answer has the same address and, when both reached the destination, the same length (silent
-hops and a trace cut short by silence do not make a new route; nor does a destination met
-further out behind silent TTLs, its nearer answers lost at a full queue: its own TTL is
-silent). A path keeps the routes it has used (its ECMP variants), each remembered for
-``forget_s`` after it was last seen or, if it was in use longer than that, for as long as it was
-in use (at most ``remember_max_s``): a path that goes back to its long-standing route after a detour of days is not changing again. A trace on
-none of them is a candidate change. The candidate opens ``route_change`` at once when an
-independent measurement agrees — the latency tests' one-way delay steps at the same time (in
-the samples before the trace or the first one after it) and, when the trace reached the
-destination, its RTT moved the same way by ``rtt_follow_share`` of that step at least (a route
-lengthens the round trip as much as the one way; an NTP correction moves the one-way delay
-alone, and the RTT not at all), or the trace's own RTT steps onto a new AS — otherwise when the
-new route persists: on the next trace (of any tool) when the candidate came with a new AS or an
-RTT step, on the next two without either (two independent one-off detours onto the same backup
-path look like one trace after another). A trace of any
-tool on a known route in between makes the candidate a blip. So a path that alternates among
-known variants, or blips and comes back, stays quiet.
+answer has the same address and, when both reached the destination, the same length (silent hops
+and a trace cut short by silence do not make a new route; nor does a destination met further out
+behind silent TTLs, its nearer answers lost at a full queue: its own TTL is silent). A path
+keeps the routes it has used (its ECMP variants), each remembered for ``forget_s`` after it was
+last seen or, if it was in use longer than that, for as long as it was in use (at most
+``remember_max_s``): a path that goes back to its long-standing route after a detour of days is
+not changing again. A trace on none of them is a candidate change. The candidate opens
+``route_change`` at once when an independent measurement agrees — the latency tests' one-way
+delay steps at the same time (in the samples before the trace or the first one after it) and,
+when the trace reached the destination, its RTT moved the same way by ``rtt_follow_share`` of
+that step at least (a route lengthens the round trip as much as the one way; an NTP correction
+moves the one-way delay alone, and the RTT not at all), or the trace's own RTT steps onto a new
+AS — otherwise when the new route persists: on the next trace (of any tool) when the candidate
+came with a new AS or an RTT step, on the next two without either (two independent one-off
+detours onto the same backup path look like one trace after another). A trace of any tool on a
+known route in between makes the candidate a blip. So a path that alternates among known
+variants, or blips and comes back, stays quiet.
 
 A one-way delay step is a jump between two consecutive samples since the previous trace (for
 a step seen with the candidate trace) or since the candidate trace (in the samples after it), so
