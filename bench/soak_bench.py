@@ -1,4 +1,4 @@
-"""Soak benchmark: the pipeline fed at a steady rate for ``--minutes`` (30), every process sampled.
+"""Soak benchmark: the pipeline fed at a steady rate for ``--minutes`` (40), every process sampled.
 
 Runs on the test stack (`.pathwatch/test-stack`, its own ports; brought up and down here, so do
 not run it while the stack tests or another pipeline bench run). A simulated mesh big enough for
@@ -6,18 +6,32 @@ the whole run is streamed at ``--rate`` messages/s (default: 80 % of the end-to-
 bench/results/pipeline.json) while tests/faults/soak.py samples, every ``--every-s`` seconds,
 the memory, open descriptors and threads of the JobManager, the TaskManager, Kafka and
 PostgreSQL (each with its children), each job's consumer lag and newest checkpoint size. After
-the warm-up (``--warm-up-min``, 5): growth of each process tree's own memory (PSS without
-shared memory; target < 10 %) beside its summed RSS, descriptor and thread growth, whether the
-lag and each job's checkpoint stayed bounded.
+the warm-up: growth of each process tree's own memory (PSS without shared memory; target < 10 %)
+beside its summed RSS, descriptor and thread growth, whether the lag and each job's checkpoint
+stayed bounded.
+
+The mesh is as wide as needed (up to the simulator's 40 hosts) for its record time to span about
+a week (``--record-days``, 7): live, record time runs as the clock does and a hypertable meets a
+new weekly chunk once a week, while a narrow mesh replayed at this rate spans months in minutes,
+and every writing PostgreSQL backend keeps ~145 kB per chunk it meets
+(bench/results/pg_chunk_memory.json). The warm-up
+(``--warm-up-min``; default: the real time the run takes to cover the detectors' longest window,
+3 days of record time, at least 5 minutes) ends once every path's state is full.
+
+The default rate is 80 % of the maximum bench/results/pipeline.json measured, on a mesh of a
+few dozen paths; the maximum falls as the mesh widens (the TaskManager's Python operators share
+one interpreter and its lock, and each path's state costs): at 40 hosts (1,560 paths) fed 960 messages/s its
+lag grew by 12–15k a minute, so it kept up with ~720–760 — pass ``--rate`` for such a mesh.
 
 The CI version is tests/faults/test_soak.py (3 minutes at 250 messages/s).
-Writes bench/results/soak.json. Usage: python bench/soak_bench.py [--minutes 30 --rate R]
+Writes bench/results/soak.json. Usage: python bench/soak_bench.py [--minutes 40 --rate R]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -32,6 +46,9 @@ sys.path.insert(0, str(REPO))
 # Messages per host pair and day of the simulator's default cadences (measured: 25,558 messages
 # for 6 hosts over 4 days), to size the mesh for the run.
 MESSAGES_PER_PATH_DAY = 213
+# The longest window of measurements a detector keeps per path (DiurnalParams.window_days): the
+# state is full, and its memory steady, once the run has covered this much record time.
+STATE_FULL_DAYS = 3.0
 # The WLCG/OSG mesh's nominal rate, an estimate (no published figure was found): ~250 hosts, each
 # measuring latency to ~40 peers (10,000 directed pairs) with one latencybg result a minute
 # (167/s), a trace of each pair every 10 minutes (17/s), throughput every 6 hours (0.5/s).
@@ -40,14 +57,17 @@ WLCG_NOMINAL_PER_S = 185
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--minutes", type=float, default=40.0)
     parser.add_argument("--rate", type=float, default=None, help="messages/s (default: 80 %% of the measured maximum)")
     parser.add_argument("--every-s", type=float, default=15.0)
-    parser.add_argument("--warm-up-min", type=float, default=5.0)
+    parser.add_argument("--warm-up-min", type=float, default=None,
+                        help="minutes not judged (default: until the detectors' state is full)")
+    parser.add_argument("--record-days", type=int, default=7, help="days of record time the run should span at most (the simulator writes 4 or more)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "soak.json")
     args = parser.parse_args()
 
     from bench.stack_env import bench_stack
+    from pathwatch.sim.config import MAX_HOSTS
     from pathwatch.stack import config as stack_config
     from pathwatch.streaming.settings import from_stack
     from tests.faults.matrix import CLI, stack_env
@@ -57,8 +77,11 @@ def main() -> None:
     rate = args.rate or round(0.8 * measured, -1)
     seconds = args.minutes * 60
     needed = rate * seconds * 1.1
-    hosts = 12
-    days = max(2, int(needed / (hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY)) + 1)
+    hosts = 3
+    while hosts < MAX_HOSTS and hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY * args.record_days < needed:
+        hosts += 1
+    days = max(4, math.ceil(needed / (hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY)))
+    warm_up_min = args.warm_up_min or max(5.0, math.ceil(args.minutes * STATE_FULL_DAYS / days))
     home, _env, _cli = bench_stack("soak")
     env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
@@ -69,7 +92,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pathwatch-soak-") as work:
         sim = Path(work)
         try:
-            print(f"simulating {hosts} hosts × {days} days for {rate:.0f} messages/s over {args.minutes:.0f} min", flush=True)
+            print(f"simulating {hosts} hosts × {days} days for {rate:.0f} messages/s over {args.minutes:.0f} min "
+                  f"(warm-up {warm_up_min:.0f} min)", flush=True)
             start = (date.today() - timedelta(days=days)).isoformat() + "T00:00:00Z"
             cli("simulate", "--out", str(sim), "--seed", "909", "--hosts", str(hosts), "--days", str(days), "--start", start)
             cli("stack", "up")
@@ -89,13 +113,14 @@ def main() -> None:
         finally:
             subprocess.run([*CLI, "pipeline", "stop"], env=env, cwd=REPO, capture_output=True, timeout=300)
             subprocess.run([*CLI, "stack", "down"], env=env, cwd=REPO, capture_output=True, timeout=300)
-    result = verdict(samples, args.warm_up_min * 60)
+    result = verdict(samples, warm_up_min * 60)
     out = {
         "machine": "2 cores, 24 GiB; Superset idle, no tickets",
         "input": {"rate_per_s": rate, "times_wlcg_nominal": round(rate / WLCG_NOMINAL_PER_S, 1),
                   "wlcg_nominal_per_s_estimate": WLCG_NOMINAL_PER_S, "minutes": args.minutes, "published": stream.done,
-                  "achieved_rate_per_s": round(stream.done / seconds, 1), "hosts": hosts, "days": days},
-        "warm_up_min": args.warm_up_min,
+                  "achieved_rate_per_s": round(stream.done / seconds, 1), "hosts": hosts, "days": days,
+                  "record_days_per_real_minute": round(days / args.minutes, 3)},
+        "warm_up_min": warm_up_min,
         "verdict": result.to_dict(),
         "target": "own memory (PSS without shared memory) growth < 10 % per process after warm-up, no descriptor "
                   "or thread growth, lag and checkpoint sizes bounded",
