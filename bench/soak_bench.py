@@ -81,7 +81,8 @@ def main() -> None:
     while hosts < MAX_HOSTS and hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY * args.record_days < needed:
         hosts += 1
     days = max(4, math.ceil(needed / (hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY)))
-    warm_up_min = args.warm_up_min or max(5.0, math.ceil(args.minutes * STATE_FULL_DAYS / days))
+    warm_up_min = (args.warm_up_min if args.warm_up_min is not None
+                   else max(5.0, math.ceil(args.minutes * STATE_FULL_DAYS / days)))
     home, _env, _cli = bench_stack("soak")
     env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
