@@ -416,33 +416,36 @@ def _bulk_transfer(t: float) -> float:
     return 1.0 if 13 * HOUR + 300 <= t % DAY < 18 * HOUR else 0.0
 
 
-def _queue_loses_answers(rng, lost_at: set[int], *, days: int = 4, late: list | None = None):
-    """owamp every 10 min and traces every 20 min on a 5-hop path whose queue, full during an
-    afternoon transfer (``_bulk_transfer``), adds 12 ms one way and 24 ms round trip; the traces
-    in ``lost_at`` lost every answer from TTL 4 to TTL 6 at the full queue, and the destination
-    answered the next probe, at TTL 7 (seen in the lab's saturation run: "end → None (4 → 6 hops)")."""
-    times = np.arange(T0, T0 + days * DAY, 1200.0)
+QUEUE_DAYS = 4
+TRACE_TIMES = np.arange(T0, T0 + QUEUE_DAYS * DAY, 1200.0)   # a trace every 20 min
+
+
+def _queue_loses_answers(rng, lost_at: set[int], *, late: list | None = None):
+    """owamp every 10 min and the traces at ``TRACE_TIMES`` on a 5-hop path whose queue, full
+    during an afternoon transfer (``_bulk_transfer``), adds 12 ms one way and 24 ms round trip; the
+    traces in ``lost_at`` lost every answer from TTL 4 to TTL 6 at the full queue, and the
+    destination answered the next probe, at TTL 7 (seen in the lab's saturation run: "end → None
+    (4 → 6 hops)")."""
     owd = [latency(float(t), float(20.0 + 12.0 * _bulk_transfer(t) + rng.normal(0, 0.02)))
-           for t in np.arange(T0 - 300.0, T0 + days * DAY, 600.0)]
+           for t in np.arange(T0 - 300.0, T0 + QUEUE_DAYS * DAY, 600.0)]
     late = late or A[:3] + [None, None, None, A[-1]]
     traces = [trace(float(t), late if i in lost_at else A,
                     rtt=float(40.0 + 24.0 * _bulk_transfer(t) + abs(rng.normal(0, 0.05))))
-              for i, t in enumerate(times)]
-    return times, sorted(traces + owd, key=lambda o: o.t)
+              for i, t in enumerate(TRACE_TIMES)]
+    return sorted(traces + owd, key=lambda o: o.t)
 
 
-def _busy_indices(times, day: int) -> list[int]:
-    """The trace indices of one day's busy hours, in order."""
-    return [i for i, t in enumerate(times) if day * DAY <= t - T0 < (day + 1) * DAY and _bulk_transfer(t)]
+def _busy_indices(day: int) -> list[int]:
+    """The indices in ``TRACE_TIMES`` of one day's busy hours, in order."""
+    return [i for i, t in enumerate(TRACE_TIMES) if day * DAY <= t - T0 < (day + 1) * DAY and _bulk_transfer(t)]
 
 
 def test_a_destination_answering_late_behind_lost_answers_at_a_full_queue_is_no_route_change():
     """The queue comes on with a one-way delay and RTT step, and the first trace after it (on
     two days) lost the answers of TTL 4–6 and met the destination at TTL 7: the same route, its
     destination's nearer answers lost, not a route two hops longer."""
-    times, _ = _queue_loses_answers(np.random.default_rng(177), set())
-    lost = {_busy_indices(times, day)[0] for day in (2, 3)}
-    _, observations = _queue_loses_answers(np.random.default_rng(177), lost)
+    lost = {_busy_indices(day)[0] for day in (2, 3)}
+    observations = _queue_loses_answers(np.random.default_rng(177), lost)
     assert of_kind(detect(observations), "route_change") == []
 
 
@@ -450,10 +453,9 @@ def test_a_destination_answering_late_on_every_trace_is_a_change_once_the_silenc
     """From one afternoon on, every trace meets the destination at TTL 7, its last router still
     answering at TTL 4 and TTLs 5–6 silent (two new routers that never answer): the destination's
     TTL silent on trace after trace, so a route change, dated from its first trace."""
-    times, _ = _queue_loses_answers(np.random.default_rng(178), set())
-    first = _busy_indices(times, 2)[2]
-    _, observations = _queue_loses_answers(np.random.default_rng(178), set(range(first, len(times))),
-                                           late=A[:4] + [None, None, A[-1]])
+    first = _busy_indices(2)[2]
+    observations = _queue_loses_answers(np.random.default_rng(178), set(range(first, len(TRACE_TIMES))),
+                                        late=A[:4] + [None, None, A[-1]])
     found = of_kind(detect(observations), "route_change")
-    assert len(found) == 1 and found[0].start == times[first]
-    assert found[0].detected_at <= times[first + 3]
+    assert len(found) == 1 and found[0].start == TRACE_TIMES[first]
+    assert found[0].detected_at <= TRACE_TIMES[first + 3]
