@@ -14,14 +14,15 @@ The mesh is as wide as needed (up to the simulator's 40 hosts) for its record ti
 a week (``--record-days``, 7): live, record time runs as the clock does and a hypertable meets a
 new weekly chunk once a week, while a narrow mesh replayed at this rate spans months in minutes,
 and every writing PostgreSQL backend keeps ~145 kB per chunk it meets
-(bench/results/pg_chunk_memory.json). The warm-up
-(``--warm-up-min``; default: the real time the run takes to cover the detectors' longest window,
-3 days of record time, at least 5 minutes) ends once every path's state is full.
+(bench/results/pg_chunk_memory.json). The warm-up (``--warm-up-min``; default: the real time the
+run takes to cover the detectors' longest window, the diurnal detector's 3 days of record time,
+at least 5 minutes) ends once every path's state is full.
 
 The default rate is 80 % of the maximum bench/results/pipeline.json measured, on a mesh of a
 few dozen paths; the maximum falls as the mesh widens (the TaskManager's Python operators share
-one interpreter and its lock, and each path's state costs): at 40 hosts (1,560 paths) fed 960 messages/s its
-lag grew by 12–15k a minute, so it kept up with ~720–760 — pass ``--rate`` for such a mesh.
+one interpreter and its lock, and each path's state costs): at 40 hosts (1,560 paths) fed 960
+messages/s its lag grew by 12–15k a minute, so it kept up with ~720–760 — pass ``--rate`` for
+such a mesh.
 
 The CI version is tests/faults/test_soak.py (3 minutes at 250 messages/s).
 Writes bench/results/soak.json. Usage: python bench/soak_bench.py [--minutes 40 --rate R]
@@ -46,9 +47,6 @@ sys.path.insert(0, str(REPO))
 # Messages per host pair and day of the simulator's default cadences (measured: 25,558 messages
 # for 6 hosts over 4 days), to size the mesh for the run.
 MESSAGES_PER_PATH_DAY = 213
-# The longest window of measurements a detector keeps per path (DiurnalParams.window_days): the
-# state is full, and its memory steady, once the run has covered this much record time.
-STATE_FULL_DAYS = 3.0
 # The WLCG/OSG mesh's nominal rate, an estimate (no published figure was found): ~250 hosts, each
 # measuring latency to ~40 peers (10,000 directed pairs) with one latencybg result a minute
 # (167/s), a trace of each pair every 10 minutes (17/s), throughput every 6 hours (0.5/s).
@@ -62,11 +60,13 @@ def main() -> None:
     parser.add_argument("--every-s", type=float, default=15.0)
     parser.add_argument("--warm-up-min", type=float, default=None,
                         help="minutes not judged (default: until the detectors' state is full)")
-    parser.add_argument("--record-days", type=int, default=7, help="days of record time the run should span at most (the simulator writes 4 or more)")
+    parser.add_argument("--record-days", type=int, default=7,
+                        help="days of record time the run should span at most (the simulator writes 4 or more)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "soak.json")
     args = parser.parse_args()
 
     from bench.stack_env import bench_stack
+    from pathwatch.models.detectors.diurnal import DiurnalParams
     from pathwatch.sim.config import MAX_HOSTS
     from pathwatch.stack import config as stack_config
     from pathwatch.streaming.settings import from_stack
@@ -81,8 +81,11 @@ def main() -> None:
     while hosts < MAX_HOSTS and hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY * args.record_days < needed:
         hosts += 1
     days = max(4, math.ceil(needed / (hosts * (hosts - 1) * MESSAGES_PER_PATH_DAY)))
+    # Every path's state is full, and its memory steady, once the run has covered the longest window
+    # of measurements a detector keeps per path: the diurnal detector's.
+    state_full_days = DiurnalParams().window_days
     warm_up_min = (args.warm_up_min if args.warm_up_min is not None
-                   else max(5.0, math.ceil(args.minutes * STATE_FULL_DAYS / days)))
+                   else max(5.0, math.ceil(args.minutes * state_full_days / days)))
     home, _env, _cli = bench_stack("soak")
     env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
