@@ -150,8 +150,9 @@ def _check_slots(settings: PipelineSettings, names: list[str]) -> None:
     if free < needed:
         raise PipelineError(f"the Flink cluster at {settings.flink_address} has {free} free task slot(s); "
                             f"{', '.join(names)} at parallelism {settings.parallelism} need {needed}. Raise "
-                            "flink.taskmanager_slots (PATHWATCH_FLINK_TASKMANAGER_SLOTS, then `pathwatch stack down` "
-                            "and `up`) or lower pipeline.parallelism")
+                            "flink.taskmanagers or flink.taskmanager_slots (PATHWATCH_FLINK_TASKMANAGERS, "
+                            "PATHWATCH_FLINK_TASKMANAGER_SLOTS; then `pathwatch stack down` and `up`) or lower "
+                            "pipeline.parallelism")
 
 
 def _wait_submitted(name: str, client: subprocess.Popen, log_file: Path, offset: int, timeout: float) -> str:

@@ -67,11 +67,14 @@ class StackConfig:
     # X-Forwarded-* headers and send the session cookie over HTTPS only (SECURITY.md).
     superset_behind_tls_proxy: int = 0
     # Flink standalone session cluster (the distribution PyFlink ships): REST API and web UI
-    # port, JobManager RPC port, the TaskManager's slots and both processes' memory; or an
-    # existing cluster's REST address (HOST:PORT) that the pipeline submits its jobs to.
+    # port, JobManager RPC port, how many TaskManagers (each embeds one Python interpreter: the
+    # jobs' Python operators on one TaskManager share its lock, so each job gets its own; the
+    # slots are spread over them), slots per TaskManager (>= pipeline.parallelism), memory;
+    # or an existing cluster's REST address (HOST:PORT) that the pipeline submits its jobs to.
     flink_ui_port: int = 18081
     flink_rpc_port: int = 16123
-    flink_taskmanager_slots: int = 8
+    flink_taskmanagers: int = 3
+    flink_taskmanager_slots: int = 2
     flink_taskmanager_memory: str = "2048m"
     flink_jobmanager_memory: str = "1024m"
     flink_address: str | None = None

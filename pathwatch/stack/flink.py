@@ -3,9 +3,13 @@
 The ``apache-flink`` wheel carries Flink's whole distribution (``pyflink/bin``, ``lib``,
 ``conf``). ``stack up`` fetches the connector jars (Kafka, JDBC + PostgreSQL driver) with Maven,
 writes the cluster's configuration to ``<home>/flink/conf/config.yaml`` and starts one
-JobManager and one TaskManager (``bin/jobmanager.sh`` / ``taskmanager.sh start-foreground``,
-each a process of the stack with its pid file and log; the TaskManager under a supervisor that
-starts it again when it stops itself on a failure, see :mod:`pathwatch.stack.supervise`).
+JobManager and ``flink.taskmanagers`` TaskManagers (``bin/jobmanager.sh`` / ``taskmanager.sh
+start-foreground``, each a process of the stack with its pid file and log: ``taskmanager``,
+``taskmanager-2`` ...; each TaskManager under a supervisor that starts it again when it stops
+itself on a failure, see :mod:`pathwatch.stack.supervise`). Slots are spread over the
+TaskManagers, so the three jobs land on three of them: each TaskManager embeds one Python
+interpreter, whose lock its tasks' Python shares (``bench/README.md``: one job per interpreter
+took 1,256 records/s where one shared interpreter took 881–999).
 Everything binds 127.0.0.1: the REST
 API and web UI on ``flink.ui_port``, the JobManager's RPC on ``flink.rpc_port``, the rest on
 free ports. Python code of the jobs runs inside the TaskManager (thread mode), with this
@@ -39,8 +43,14 @@ from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
 from pathwatch.stack.jvm import java_home
 from pathwatch.stack.paths import Paths
 
-# The cluster's two processes, in start order.
-ROLES = ("jobmanager", "taskmanager")
+
+def roles(taskmanagers: int) -> tuple[str, ...]:
+    """The cluster's processes, in start order: the JobManager, then ``taskmanagers`` TaskManagers.
+
+    >>> roles(1), roles(3)
+    (('jobmanager', 'taskmanager'), ('jobmanager', 'taskmanager', 'taskmanager-2', 'taskmanager-3'))
+    """
+    return ("jobmanager", "taskmanager", *(f"taskmanager-{n}" for n in range(2, taskmanagers + 1)))
 
 
 def _pyflink_version() -> str | None:
@@ -71,7 +81,9 @@ def cluster_settings(config: StackConfig, shipped: dict) -> dict[str, object]:
 
     >>> values = cluster_settings(resolve(home="/tmp/pw", environ={}, file_values={}), {})
     >>> values["rest.port"], values["rest.bind-address"], values["taskmanager.numberOfTaskSlots"]
-    (18081, '127.0.0.1', 8)
+    (18081, '127.0.0.1', 2)
+    >>> values["taskmanager.load-balance.mode"]
+    'SLOTS'
     """
     java_options = ((shipped.get("env") or {}).get("java") or {}).get("opts", {}).get("all", "")
     return {
@@ -85,6 +97,10 @@ def cluster_settings(config: StackConfig, shipped: dict) -> dict[str, object]:
         "taskmanager.host": "127.0.0.1",
         "taskmanager.numberOfTaskSlots": config.flink_taskmanager_slots,
         "taskmanager.memory.process.size": config.flink_taskmanager_memory,
+        # Each TaskManager embeds one Python interpreter (thread mode): one lock for all the
+        # Python code of the tasks it runs. Spreading slots over the TaskManagers puts the jobs'
+        # Python operators in different interpreters, so they use more than one core.
+        "taskmanager.load-balance.mode": "SLOTS",
         "rest.address": "127.0.0.1",
         "rest.bind-address": "127.0.0.1",
         "rest.port": config.flink_ui_port,
@@ -109,6 +125,10 @@ class Flink(Component):
 
     def rest(self) -> FlinkRest:
         return FlinkRest(self.address, timeout=5)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return roles(self.config.flink_taskmanagers)
 
     def _pid_file(self, role: str) -> Path:
         return self.paths.pid_file(f"flink-{role}")
@@ -149,31 +169,42 @@ class Flink(Component):
     def start(self, step: Step) -> None:
         if self.external:
             return
-        missing = [role for role in ROLES if procs.running(self._pid_file(role)) is None]
+        missing = [role for role in self.roles if procs.running(self._pid_file(role)) is None]
         if not missing:
-            return  # both run: their conf and lib folders stay as they are
+            return  # all run: their conf and lib folders stay as they are
         self.configure()
         env = job_environment(self.config)
         # The lib folder is made again only when no Flink process has it on its class path.
-        fresh = len(missing) == len(ROLES) or not self.paths.flink_lib.is_dir()
+        fresh = len(missing) == len(self.roles) or not self.paths.flink_lib.is_dir()
         env["FLINK_LIB_DIR"] = str(self.library() if fresh else self.paths.flink_lib)
         for role in missing:
             if role == "jobmanager":
                 procs.ensure_port_free(self.name, self.config.flink_ui_port)
                 procs.ensure_port_free(self.name, self.config.flink_rpc_port)
             step(f"starting the {role}")
-            command = ["bash", str(distribution() / "bin" / f"{role}.sh"), "start-foreground"]
-            if role == "taskmanager":  # it stops itself on "fatal" errors: see pathwatch/stack/supervise.py
-                command = [sys.executable, "-m", "pathwatch.stack.supervise", "--name", "flink-taskmanager",
-                           "--restarts", str(self._restarts_file()), "--", *command]
-            procs.spawn(f"flink-{role}", command, self._pid_file(role), self._log(role), env=env)
+            script = "jobmanager" if role == "jobmanager" else "taskmanager"
+            command = ["bash", str(distribution() / "bin" / f"{script}.sh"), "start-foreground"]
+            if script == "taskmanager":  # it stops itself on "fatal" errors: see pathwatch/stack/supervise.py
+                command = [sys.executable, "-m", "pathwatch.stack.supervise", "--name", f"flink-{role}",
+                           "--restarts", str(self._restarts_file(role)), "--", *command]
+            # Flink names its own log files by this string: one set per TaskManager.
+            procs.spawn(f"flink-{role}", command, self._pid_file(role), self._log(role),
+                        env={**env, "FLINK_IDENT_STRING": role})
 
-    def _restarts_file(self) -> Path:
-        return self.paths.run / "flink-taskmanager.restarts"
+    def _restarts_file(self, role: str) -> Path:
+        return self.paths.run / f"flink-{role}.restarts"
+
+    def _restarts(self) -> dict | None:
+        """The TaskManagers' supervisor restarts together: their count, the latest one's exit and time."""
+        found = [counts for role in self.roles[1:] if (counts := supervise.read_restarts(self._restarts_file(role)))]
+        if not found:
+            return None
+        latest = max(found, key=lambda counts: counts.get("last_restart_at", ""))
+        return {**latest, "restarts": sum(counts.get("restarts", 0) for counts in found)}
 
     def process(self) -> procs.ProcessRecord | None:
-        """The JobManager's process (the one ``status`` shows); None unless both processes run."""
-        records = [procs.running(self._pid_file(role)) for role in ROLES]
+        """The JobManager's process (the one ``status`` shows); None unless every process runs."""
+        records = [procs.running(self._pid_file(role)) for role in self.roles]
         return records[0] if all(records) else None
 
     def wait_ready(self, deadline: float, step: Step) -> None:
@@ -184,7 +215,7 @@ class Flink(Component):
             if self.ready():
                 return
             if not self.external:
-                for role in ROLES:
+                for role in self.roles:
                     if procs.running(self._pid_file(role)) is None:
                         raise StackError(f"flink: the {role} exited during start-up, see {self._log(role)}")
             time.sleep(0.5)
@@ -193,15 +224,19 @@ class Flink(Component):
 
     def ready(self) -> bool:
         try:
-            return self.rest().overview().get("taskmanagers", 0) >= 1
+            wanted = 1 if self.external else self.config.flink_taskmanagers
+            return self.rest().overview().get("taskmanagers", 0) >= wanted
         except FlinkRestError:
             return False
 
     def stop(self) -> procs.ProcessRecord | None:
         if self.external:
             return None
-        stopped = [procs.stop(f"flink-{role}", self._pid_file(role)) for role in reversed(ROLES)]
-        return stopped[-1] or stopped[0]
+        # Also the TaskManagers of an earlier, larger flink.taskmanagers: none is left behind.
+        started = {path.stem.removeprefix("flink-") for path in self.paths.run.glob("flink-taskmanager-*.pid")}
+        extra = sorted(started - set(self.roles), reverse=True)
+        stopped = [procs.stop(f"flink-{role}", self._pid_file(role)) for role in [*extra, *reversed(self.roles)]]
+        return stopped[-1] or next((record for record in stopped if record), None)
 
     def data_paths(self) -> list[Path]:
         return [self.paths.flink_checkpoints, self.paths.flink_savepoints]
@@ -227,9 +262,8 @@ class Flink(Component):
         if self.external:
             return ComponentStatus(self.name, EXTERNAL if answering else FAILED, self.address, info=info,
                                    error=None if answering else error)
-        info.update(logs=[str(self._log(role)) for role in ROLES],
-                    taskmanager_restarts=supervise.read_restarts(self._restarts_file()))
-        records = {role: procs.running(self._pid_file(role)) for role in ROLES}
+        info.update(logs=[str(self._log(role)) for role in self.roles], taskmanager_restarts=self._restarts())
+        records = {role: procs.running(self._pid_file(role)) for role in self.roles}
         if not any(records.values()):
             installed = bool(jars) and info["pyflink"] is not None
             return ComponentStatus(self.name, STOPPED if installed else NOT_INSTALLED, self.address, info=info)

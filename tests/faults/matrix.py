@@ -279,23 +279,27 @@ class FaultRun:
             time.sleep(0.1)
 
     def _kill_taskmanager(self) -> str:
-        """kill -9 of the TaskManager's JVM (which runs the Python operators too). Under the stack's
-        supervisor it comes back by itself; a TaskManager started without one needs `stack up`."""
+        """kill -9 of every TaskManager's JVM (they run the jobs' operators and Python). Under the
+        stack's supervisor each comes back by itself; one started without it needs `stack up`."""
         from pathwatch.stack import procs
 
-        record = procs.running(self.home / "run" / "flink-taskmanager.pid")
-        if record is None:
-            raise FaultRunError("flink-taskmanager is not running: nothing to kill")
-        if not any("pathwatch.stack.supervise" in part for part in record.argv):
-            self._kill_component("flink-taskmanager")
-            return "stack up"
-        jvms = [pid for pid in procs.group_members(record.pgid)
-                if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        if not jvms:
-            raise FaultRunError("no TaskManager JVM under its supervisor")
-        for pid in jvms:
-            os.kill(pid, signal.SIGKILL)
-        return "itself (its supervisor)"
+        records = [record for path in sorted((self.home / "run").glob("flink-taskmanager*.pid"))
+                   if (record := procs.running(path)) is not None]
+        if not records:
+            raise FaultRunError("no flink-taskmanager is running: nothing to kill")
+        recovery = "itself (its supervisor)"
+        for record in records:
+            if not any("pathwatch.stack.supervise" in part for part in record.argv):
+                os.killpg(record.pgid, signal.SIGKILL)
+                recovery = "stack up"
+                continue
+            jvms = [pid for pid in procs.group_members(record.pgid)
+                    if b"TaskManagerRunner" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            if not jvms:
+                raise FaultRunError("no TaskManager JVM under its supervisor")
+            for pid in jvms:
+                os.kill(pid, signal.SIGKILL)
+        return recovery
 
     def _stop_component(self, name: str) -> None:
         from pathwatch.stack import manage

@@ -31,9 +31,16 @@ from pathlib import Path
 # Descriptors and threads a process may open over the run without it counting as growth (a
 # Kafka log segment rolled, a connection pool's spare): a leak grows with the run, not by these.
 SLACK = {"fds": 16, "threads": 8}
-# The stack's processes by their pid files.
+# The stack's processes by their pid files (every TaskManager: flink-taskmanager, flink-taskmanager-2, ...).
 PROCESSES = {"flink-jobmanager": "flink-jobmanager", "flink-taskmanager": "flink-taskmanager", "kafka": "kafka",
              "postgresql": "timescaledb"}
+
+
+def pid_files(run: Path) -> dict[str, Path]:
+    """The pid file of each of the stack's processes that has one in ``run``, by name."""
+    found = {name: run / f"{pid_name}.pid" for name, pid_name in PROCESSES.items()}
+    found.update({path.stem: path for path in sorted(run.glob("flink-taskmanager-*.pid"))})
+    return {name: path for name, path in found.items() if path.exists()}
 
 
 def _children() -> dict[int, list[int]]:
@@ -116,9 +123,9 @@ class Sampler:
 
     def _pids(self) -> dict[str, list[int]]:
         children, out = _children(), {}
-        for name, pid_name in PROCESSES.items():
+        for name, path in pid_files(self.home / "run").items():
             try:
-                pid = int(json.loads((self.home / "run" / f"{pid_name}.pid").read_text())["pid"])
+                pid = int(json.loads(path.read_text())["pid"])
             except (OSError, ValueError, KeyError):
                 continue
             out[name] = tree(pid, children)

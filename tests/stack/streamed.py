@@ -85,17 +85,19 @@ def _publish(settings, messages: list[bytes]) -> None:
 
 
 def _kill_taskmanager(home: Path) -> list[int]:
-    """kill -9 of the Flink TaskManager (the JVM that runs every job's operators and Python code)."""
+    """kill -9 of every Flink TaskManager (the JVMs that run the jobs' operators and Python code)."""
     from pathwatch.stack import procs
 
-    record = procs.running(home / "run" / "flink-taskmanager.pid")
-    assert record is not None, "no Flink TaskManager runs"
-    os.killpg(record.pgid, signal.SIGKILL)
+    records = [record for path in sorted((home / "run").glob("flink-taskmanager*.pid"))
+               if (record := procs.running(path)) is not None]
+    assert records, "no Flink TaskManager runs"
+    for record in records:
+        os.killpg(record.pgid, signal.SIGKILL)
     for _ in range(100):
-        if not record.alive():
+        if not any(record.alive() for record in records):
             break
         time.sleep(0.1)
-    return [record.pid]
+    return [record.pid for record in records]
 
 
 def _rescale(home: Path, settings, parallelism: int) -> dict:
