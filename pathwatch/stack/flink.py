@@ -9,10 +9,10 @@ start-foreground``, each a process of the stack with its pid file and log: ``tas
 itself on a failure, see :mod:`pathwatch.stack.supervise`). Slots are spread over the
 TaskManagers, so the three jobs land on three of them: each TaskManager embeds one Python
 interpreter, whose lock its tasks' Python shares (``bench/README.md``: one job per interpreter
-took 1,256 records/s where one shared interpreter took 881–999).
+took 1,534 records/s where one shared interpreter took 881–999).
 Everything binds 127.0.0.1: the REST
 API and web UI on ``flink.ui_port``, the JobManager's RPC on ``flink.rpc_port``, the rest on
-free ports. Python code of the jobs runs inside the TaskManager (thread mode), with this
+free ports. Python code of the jobs runs inside the TaskManagers (thread mode), with this
 environment's interpreter. With ``flink.address`` set, an existing cluster is used instead
 and nothing is started.
 
