@@ -226,3 +226,22 @@ def test_wipe_leaves_an_external_rt_alone(tmp_path):
 
     settings = config.resolve(home=tmp_path, environ={"PATHWATCH_RT_URL": "http://rt.example:8080"})
     assert RequestTracker(settings).data_paths() == []
+
+
+def test_flink_down_stops_taskmanagers_of_an_earlier_larger_setting(tmp_path):
+    """Lowering flink.taskmanagers must not orphan the TaskManagers started under the old value."""
+    from pathwatch.stack import procs
+    from pathwatch.stack.config import resolve
+    from pathwatch.stack.flink import Flink
+    from pathwatch.stack.paths import Paths
+
+    paths = Paths(tmp_path)
+    paths.run.mkdir(parents=True, exist_ok=True)
+    started = [procs.spawn(f"flink-{role}", ["sleep", "300"], paths.pid_file(f"flink-{role}"), tmp_path / f"{role}.log")
+               for role in ("taskmanager", "taskmanager-2", "taskmanager-3")]
+    flink = Flink(resolve(home=tmp_path, environ={}, file_values={"flink_taskmanagers": 1}))
+    assert flink.roles == ("jobmanager", "taskmanager")
+    flink.stop()
+    time.sleep(0.2)
+    assert [record.alive() for record in started] == [False, False, False]
+    assert not list(paths.run.glob("flink-taskmanager*.pid"))
