@@ -53,6 +53,12 @@ def roles(taskmanagers: int) -> tuple[str, ...]:
     return ("jobmanager", "taskmanager", *(f"taskmanager-{n}" for n in range(2, taskmanagers + 1)))
 
 
+def taskmanager_pid_files(run: Path) -> list[Path]:
+    """The pid file of every TaskManager in the stack's ``run`` folder (``flink-taskmanager.pid``,
+    ``flink-taskmanager-2.pid`` ...), also those started under an earlier, larger flink.taskmanagers."""
+    return sorted(run.glob("flink-taskmanager*.pid"))
+
+
 def _pyflink_version() -> str | None:
     if importlib.util.find_spec("pyflink") is None:
         return None
@@ -233,7 +239,7 @@ class Flink(Component):
         if self.external:
             return None
         # Also the TaskManagers of an earlier, larger flink.taskmanagers: none is left behind.
-        started = {path.stem.removeprefix("flink-") for path in self.paths.run.glob("flink-taskmanager-*.pid")}
+        started = {path.stem.removeprefix("flink-") for path in taskmanager_pid_files(self.paths.run)}
         extra = sorted(started - set(self.roles), reverse=True)
         stopped = [procs.stop(f"flink-{role}", self._pid_file(role)) for role in [*extra, *reversed(self.roles)]]
         return stopped[-1] or next((record for record in stopped if record), None)

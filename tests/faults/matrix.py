@@ -282,15 +282,16 @@ class FaultRun:
         """kill -9 of every TaskManager's JVM (they run the jobs' operators and Python). Under the
         stack's supervisor each comes back by itself; one started without it needs `stack up`."""
         from pathwatch.stack import procs
+        from pathwatch.stack.flink import taskmanager_pid_files
 
-        records = [record for path in sorted((self.home / "run").glob("flink-taskmanager*.pid"))
+        running = [(path, record) for path in taskmanager_pid_files(self.home / "run")
                    if (record := procs.running(path)) is not None]
-        if not records:
+        if not running:
             raise FaultRunError("no flink-taskmanager is running: nothing to kill")
         recovery = "itself (its supervisor)"
-        for record in records:
+        for path, record in running:
             if not any("pathwatch.stack.supervise" in part for part in record.argv):
-                os.killpg(record.pgid, signal.SIGKILL)
+                self._kill_component(path.stem)
                 recovery = "stack up"
                 continue
             jvms = [pid for pid in procs.group_members(record.pgid)

@@ -39,7 +39,9 @@ PROCESSES = {"flink-jobmanager": "flink-jobmanager", "flink-taskmanager": "flink
 def pid_files(run: Path) -> dict[str, Path]:
     """The pid file of each of the stack's processes that has one in ``run``, by name."""
     found = {name: run / f"{pid_name}.pid" for name, pid_name in PROCESSES.items()}
-    found.update({path.stem: path for path in sorted(run.glob("flink-taskmanager-*.pid"))})
+    from pathwatch.stack.flink import taskmanager_pid_files
+
+    found.update({path.stem: path for path in taskmanager_pid_files(run)})
     return {name: path for name, path in found.items() if path.exists()}
 
 

@@ -87,9 +87,9 @@ def _publish(settings, messages: list[bytes]) -> None:
 def _kill_taskmanager(home: Path) -> list[int]:
     """kill -9 of every Flink TaskManager (the JVMs that run the jobs' operators and Python code)."""
     from pathwatch.stack import procs
+    from pathwatch.stack.flink import taskmanager_pid_files
 
-    records = [record for path in sorted((home / "run").glob("flink-taskmanager*.pid"))
-               if (record := procs.running(path)) is not None]
+    records = [record for path in taskmanager_pid_files(home / "run") if (record := procs.running(path)) is not None]
     assert records, "no Flink TaskManager runs"
     for record in records:
         os.killpg(record.pgid, signal.SIGKILL)
