@@ -48,8 +48,9 @@ def _hops(lab, source: str, destination: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"^\s*\d+:\s+(\d+\.\d+\.\d+\.\d+)", output, re.MULTILINE)))
 
 
-def _iperf3(lab, source: str, destination: str, seconds: int = 3) -> dict:
-    output = _in(lab, source, "iperf3", "-J", "-t", str(seconds), "-c", lab.topology.address(destination)).stdout
+def _iperf3(lab, source: str, destination: str, seconds: int = 3, streams: int = 1) -> dict:
+    argv = ["iperf3", "-J", "-t", str(seconds), "-P", str(streams), "-c", lab.topology.address(destination)]
+    output = _in(lab, source, *argv).stdout
     return json.loads(output)["end"]["sum_sent"]
 
 
@@ -107,8 +108,11 @@ def test_saturation_queues_packets_behind_a_busy_link(lab):
     idle = median(_rtts(lab, "a2", "b2"))
     lab.fault("saturation", {"rate_mbit": "50", "queue_ms": "60"})
     try:
-        load = threading.Thread(target=_iperf3, args=(lab, "a1", "b1", 5))
+        # Four streams keep the queue standing: one flow's loss after slow start (or a timeout)
+        # empties the queue for a while, which is how a single-flow load once failed this in CI.
+        load = threading.Thread(target=_iperf3, args=(lab, "a1", "b1", 7), kwargs={"streams": 4})
         load.start()
+        time.sleep(1.5)                                                         # the flows fill it
         busy = _rtts(lab, "a2", "b2", count=15)
         load.join()
         sent = _iperf3(lab, "a1", "b1", 2)
