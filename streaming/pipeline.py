@@ -210,12 +210,14 @@ def _prune_savepoints(folder: Path, keep: int = 2) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def consumer_lag(bootstrap: str, group: str, topic: str, config=None) -> int:
+def consumer_lag(bootstrap: str, group: str, topic: str, config=None, probe_s: float = 5.0) -> int:
     """Messages in ``topic`` that ``group`` has not committed yet (all of them before its first commit).
 
-    Offsets also count transaction markers (the normalise job writes transactionally), so a
-    partition whose committed offset trails the end is probed: when a read-committed read from
-    there finds no message, only markers remain and its lag is 0.
+    Offsets also count transaction markers and aborted messages (the normalise job writes
+    transactionally), so the partitions whose committed offset trails the end are read from there
+    (read-committed, all at once): a partition whose position reaches the end without a message
+    holds only markers, and its lag is 0. One still unsettled after ``probe_s`` counts as lagging.
+    (Read-committed, the end is the last stable offset: an open transaction is not lag yet.)
     """
     from confluent_kafka import Consumer, TopicPartition
 
@@ -226,25 +228,41 @@ def consumer_lag(bootstrap: str, group: str, topic: str, config=None) -> int:
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = [TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
-        committed = consumer.committed(partitions, timeout=10)
-        lag = 0
-        for tp in committed:
+        trailing: dict[int, tuple[int, int]] = {}
+        for tp in consumer.committed(partitions, timeout=10):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
             start = tp.offset if tp.offset >= 0 else low
-            if high > start and not _only_markers(consumer, topic, tp.partition, start, high):
-                lag += high - start
-        return lag
+            if high > start:
+                trailing[tp.partition] = (start, high)
+        lagging = _with_messages(consumer, topic, trailing, probe_s)
+        return sum(high - start for partition, (start, high) in trailing.items() if partition in lagging)
     finally:
         consumer.close()
 
 
-def _only_markers(consumer, topic: str, partition: int, start: int, high: int) -> bool:
+def _with_messages(consumer, topic: str, spans: dict[int, tuple[int, int]], timeout_s: float) -> set[int]:
+    """The partitions of ``spans`` (partition -> (start, end)) with a committed message in their span;
+    those not settled within ``timeout_s`` are included too."""
     from confluent_kafka import TopicPartition
 
-    consumer.assign([TopicPartition(topic, partition, start)])
+    if not spans:
+        return set()
+    consumer.assign([TopicPartition(topic, partition, start) for partition, (start, _) in spans.items()])
+    found, unsettled = set(), set(spans)
+    deadline = time.monotonic() + timeout_s
     try:
-        message = consumer.poll(2.0)
-        return message is None or message.error() is not None or message.offset() >= high
+        while unsettled and time.monotonic() < deadline:
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None and message.partition() in unsettled:
+                partition = message.partition()
+                unsettled.discard(partition)
+                if message.offset() < spans[partition][1]:
+                    found.add(partition)
+                consumer.pause([TopicPartition(topic, partition)])
+            for tp in consumer.position([TopicPartition(topic, partition) for partition in unsettled]):
+                if tp.offset >= spans[tp.partition][1]:
+                    unsettled.discard(tp.partition)
+        return found | unsettled
     finally:
         consumer.unassign()
 

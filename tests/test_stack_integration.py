@@ -185,6 +185,42 @@ def test_kafka_produce_and_consume(current):
     assert set(_component(current, "kafka")["info"]["topics"]) <= set(admin.list_topics(timeout=5).topics)
 
 
+def test_consumer_lag_counts_committed_messages_not_transaction_markers_or_aborted_ones(current):
+    """A transactional topic, as the normalise and detect jobs write them: a group that read every
+    committed message still trails each partition's end by the commit marker (lag 0); aborted
+    messages and their marker are no lag; an unread committed message is, with its marker."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from pathwatch.streaming.pipeline import consumer_lag
+
+    bootstrap = _component(current, "kafka")["info"]["bootstrap_servers"]
+    topic = f"stack-lag-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for _ in range(3):
+        producer.produce(topic, b"read", partition=0)
+    producer.commit_transaction(30)                         # offsets 0-2, marker at 3
+    producer.begin_transaction()
+    for _ in range(2):
+        producer.produce(topic, b"aborted", partition=1)
+    producer.flush(30)
+    producer.abort_transaction(30)                          # offsets 0-1, marker at 2
+    producer.begin_transaction()
+    producer.produce(topic, b"unread", partition=2)
+    producer.commit_transaction(30)                         # offset 0, marker at 1
+    group = f"g-{topic}"
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 0), TopicPartition(topic, 2, 0)],
+                     asynchronous=False)
+    committer.close()
+    assert consumer_lag(bootstrap, group, topic) == 2                  # partition 2: the message and its marker
+    assert consumer_lag(bootstrap, f"{group}-new", topic) == 4 + 2     # nothing committed: partitions 0 and 2
+
+
 def test_timescaledb_hypertable_and_time_bucket(current):
     import psycopg
 

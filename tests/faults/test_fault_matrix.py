@@ -1,6 +1,6 @@
 """The fault matrix under load (marker ``faults``), the short version CI runs: each fault of
 tests/faults/matrix.py in turn while a labelled mesh streams at 400 messages/s, outages of
-30 s (the bench, bench/faults_bench.py, keeps PostgreSQL and RT away for 5 minutes).
+20 s (the bench, bench/faults_bench.py, keeps PostgreSQL and RT away for 5 minutes).
 
 After each fault: every record of every message published so far is stored and every bad input
 is a dead letter (by id, nothing missing, nothing extra). After the run: the records topic holds
@@ -17,7 +17,7 @@ from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
-OUTAGE_S = 30.0
+OUTAGE_S = 20.0
 RATE = 400.0
 
 
