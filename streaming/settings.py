@@ -24,6 +24,7 @@ class PipelineSettings:
     checkpoint_interval_s: float
     parallelism: int
     store_checkpoint_interval_s: float = 10.0  # the store job's (idempotent sinks, big state)
+    detect_save_interval_s: float = 30.0       # how often the detect job pickles a path's detectors
     flink_address: str = "127.0.0.1:18081"     # the Flink cluster's REST address the jobs run on
     ordering_slack_s: float = 300.0            # see streaming/ordering.py (per-path release)
     max_future_s: float = 600.0                # records further ahead of the pipeline's clock are refused
@@ -72,6 +73,7 @@ def from_stack(config=None) -> PipelineSettings:
         database_url=current.database_url, ordering_delay_s=config.pipeline_ordering_delay_s,
         checkpoint_interval_s=config.pipeline_checkpoint_interval_s, parallelism=config.pipeline_parallelism,
         store_checkpoint_interval_s=config.pipeline_store_checkpoint_interval_s,
+        detect_save_interval_s=config.pipeline_detect_save_interval_s,
         ordering_slack_s=config.pipeline_ordering_slack_s, max_future_s=config.pipeline_max_future_s,
         kafka_properties=java_properties(config),
         flink_address=current.components["flink"].info.get("rest_address") or f"127.0.0.1:{config.flink_ui_port}")
