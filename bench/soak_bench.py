@@ -19,10 +19,9 @@ run takes to cover the detectors' longest window, the diurnal detector's 3 days 
 at least 5 minutes) ends once every path's state is full.
 
 The default rate is 80 % of the maximum bench/results/pipeline.json measured, on a mesh of a
-few dozen paths; the maximum falls as the mesh widens (the TaskManager's Python operators share
-one interpreter and its lock, and each path's state costs): at 40 hosts (1,560 paths) fed 960
-messages/s its lag grew by 12–15k a minute, so it kept up with ~720–760 — pass ``--rate`` for
-such a mesh.
+few dozen paths; the maximum falls as the mesh widens (each path's state costs): with three
+TaskManagers and the detect job saving each path's monitor every 30 s, 37 hosts (1,332 paths)
+kept up with 900 messages/s for 32 minutes — pass ``--rate`` for such a mesh.
 
 The CI version is tests/faults/test_soak.py (3 minutes at 250 messages/s).
 Writes bench/results/soak.json. Usage: python bench/soak_bench.py [--minutes 40 --rate R]

@@ -231,7 +231,7 @@ def consumer_lag(bootstrap: str, group: str, topic: str, config=None, probe_s: f
         trailing: dict[int, tuple[int, int]] = {}
         for tp in consumer.committed(partitions, timeout=10):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
-            start = tp.offset if tp.offset >= 0 else low
+            start = max(tp.offset, low)   # a committed offset retention has passed counts from the oldest kept
             if high > start:
                 trailing[tp.partition] = (start, high)
         lagging = _with_messages(consumer, topic, trailing, probe_s)
