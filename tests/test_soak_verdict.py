@@ -32,6 +32,17 @@ def test_growing_memory_growing_lag_and_leaking_descriptors_are_named():
     assert result.fd_growth["kafka"] > 16
 
 
+def test_a_sawtooth_lag_with_its_highest_tooth_in_the_last_fifth_is_bounded():
+    # Each job commits at its checkpoints: a sample can catch the highest tooth late in the run.
+    n = 15
+    teeth = [0, 400, 800, 0, 400, 800, 0, 400, 800, 0, 400, 800, 0, 400, 1200]
+    result = verdict(_samples([500] * n, [80] * n, teeth), warm_up_s=0)
+    assert result.lag_max_last_fifth > result.lag_max_before_last_fifth and result.lag_bounded
+    # A lag rising faster than its teeth never comes back down to where it was.
+    rising = verdict(_samples([500] * n, [80] * n, [t + 1000 * i for i, t in enumerate(teeth)]), warm_up_s=0)
+    assert not rising.lag_bounded
+
+
 def test_shared_memory_touched_for_the_first_time_is_reported_not_counted_as_growth():
     # PostgreSQL's backends reaching more of the shared buffers: summed RSS grows, own memory is flat.
     n = 15
