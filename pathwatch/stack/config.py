@@ -92,9 +92,8 @@ class StackConfig:
     # often records are committed, so it adds to the latency); the store job's own, longer
     # interval (its sinks are idempotent upserts, and each checkpoint copies its whole state:
     # every record id it deduplicates, every rollup); how often the detect job pickles a busy
-    # path's detectors into its state (a full path's take ~0.6 ms and ~50 kB: at every 2-second
-    # checkpoint, 1,560 paths at 900 records/s cost half a core; between saves a path's released
-    # records stay in state and a restore feeds them again); Flink parallelism.
+    # path's detectors into its state (why not at every checkpoint: streaming/README.md); Flink
+    # parallelism.
     pipeline_ordering_delay_s: float = 900.0
     pipeline_ordering_slack_s: float = 300.0
     # Records whose time is further ahead of the pipeline's clock are dead letters (a measuring

@@ -11,8 +11,8 @@ checkpoint stayed bounded. The lag is a sawtooth (each job commits at its checkp
 store every 10 s), so one sample in the last fifth may be its highest by chance: the lag is
 bounded when it came back down in the last fifth, at least once, to no more than its highest
 before — a lag that runs away never does (one rising slower than a tooth per sample is
-caught only once it has risen more than a tooth). A checkpoint is bounded when its last fifth is no
-more than 10 % above its highest before (its size moves with the records buffered then).
+caught only once it has risen more than a tooth). A checkpoint is bounded when its last fifth
+is no more than 10 % above its highest before (its size moves with the records buffered then).
 
 Memory is judged on each process tree's own memory: the proportional set size (PSS, which
 counts a page shared by several processes once in total) without its share of shared memory.
@@ -42,9 +42,9 @@ PROCESSES = {"flink-jobmanager": "flink-jobmanager", "flink-taskmanager": "flink
 
 def pid_files(run: Path) -> dict[str, Path]:
     """The pid file of each of the stack's processes that has one in ``run``, by name."""
-    found = {name: run / f"{pid_name}.pid" for name, pid_name in PROCESSES.items()}
     from pathwatch.stack.flink import taskmanager_pid_files
 
+    found = {name: run / f"{pid_name}.pid" for name, pid_name in PROCESSES.items()}
     found.update({path.stem: path for path in taskmanager_pid_files(run)})
     return {name: path for name, path in found.items() if path.exists()}
 

@@ -2,9 +2,10 @@
 250 messages/s for 3 minutes while tests/faults/soak.py samples every process of the stack.
 
 Checked after a 60-s warm-up, from a sample every 5 s: the consumer lag stays bounded (in the
-last fifth it comes back down to no more than its highest before), and no process gains open file descriptors or threads. Memory is sampled and reported
-but judged only by the 30-minute bench (bench/soak_bench.py, bench/results/soak.json): over three
-minutes the JVMs are still touching their heaps for the first time.
+last fifth it comes back down to no more than its highest before), and no process gains open
+file descriptors or threads. Memory is sampled and reported but judged only by the 30-minute
+bench (bench/soak_bench.py, bench/results/soak.json): over three minutes the JVMs are still
+touching their heaps for the first time.
 """
 
 from __future__ import annotations
