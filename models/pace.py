@@ -6,16 +6,24 @@ sender retransmits). A sender or receiver short of CPU moves its bytes in uneven
 nothing. So a run whose per-second rates spread ``cv_factor`` times (and at least ``cv_min``)
 more than the path's usual runs' do, while it retransmits no more than they do (up to their
 ``retrans_quantile``), was paced by its host: it says nothing about the path's capacity, and
-the throughput detectors count it neither as low nor as normal.
+the throughput detectors count it neither as low nor as normal. A run at the rate its test asked
+for (iperf3 -b, pscheduler's bandwidth) is as even as its tester's pacing: its spread says nothing
+of how evenly the path paces a flow, so it is not kept as the path's usual spread.
 
 >>> from pathwatch.models.observe import ThroughputObs
 >>> def run(cv, retransmits=0):
 ...     return ThroughputObs(0.0, True, None, 6e8, retransmits, 10.0, None, 8948, 10.0, 1, False, 0.0, cv, 0)
 >>> pace = HostPace(24)
 >>> for cv in (0.003, 0.004, 0.005, 0.004, 0.003, 0.006):
-...     pace.add(run(cv))
+...     pace.add(run(cv), 0.9)
 >>> pace.paced(run(0.08), 3.0, 0.01, 0.75, 6), pace.paced(run(0.005), 3.0, 0.01, 0.75, 6), pace.paced(run(0.08, 40), 3.0, 0.01, 0.75, 6)
 (True, False, False)
+>>> from dataclasses import replace
+>>> tester = HostPace(24)
+>>> for cv in (0.0001, 0.0002, 0.0001, 0.0003, 0.0001, 0.0002):      # iperf3 -b 600M: at its rate
+...     tester.add(replace(run(cv), target_bps=6e8), 0.9)
+>>> tester.paced(run(0.03), 3.0, 0.01, 0.75, 6)      # no usual spread of the path's own known
+False
 """
 
 from __future__ import annotations
@@ -42,10 +50,11 @@ class HostPace:
         cvs, retransmits, size = state
         self.cvs, self.retransmits = deque(cvs, maxlen=size), deque(retransmits, maxlen=size)
 
-    def add(self, run: ThroughputObs) -> None:
-        """Keep a usual run of the path."""
+    def add(self, run: ThroughputObs, tester_share: float) -> None:
+        """Keep a usual run of the path: its retransmits, and its spread unless it ran at the rate its
+        test asked for (``tester_share`` of it or more: its tester, not the path, paced it)."""
         self.retransmits.append(run.retransmits or 0)
-        if run.interval_cv is not None:
+        if run.interval_cv is not None and not (run.target_bps and run.bps and run.bps >= tester_share * run.target_bps):
             self.cvs.append(run.interval_cv)
 
     def paced(self, run: ThroughputObs, cv_factor: float, cv_min: float, retrans_quantile: float, min_runs: int) -> bool:

@@ -24,7 +24,7 @@ RECORD_FIELDS = """
   `kind` STRING, `id` STRING, `time` STRING, `source` STRING, `destination` STRING,
   source_ip STRING, destination_ip STRING, `format` STRING, tool STRING, tool_version STRING,
   succeeded BOOLEAN, `error` STRING, collected_at STRING, ip_version INT,
-  protocol STRING, `reverse` BOOLEAN, streams INT, duration_s DOUBLE, throughput_bps DOUBLE,
+  protocol STRING, `reverse` BOOLEAN, streams INT, duration_s DOUBLE, target_bitrate_bps DOUBLE, throughput_bps DOUBLE,
   receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE, rtt_min_ms DOUBLE, rtt_max_ms DOUBLE,
   mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT, congestion_control STRING, jitter_ms DOUBLE,
   lost_packets BIGINT, sent_packets BIGINT,
@@ -49,7 +49,8 @@ SINKS = {
     "throughput_sink": ("throughput", COMMON + """, protocol STRING, `reverse` BOOLEAN, streams INT,
         duration_s DOUBLE, throughput_bps DOUBLE, receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE,
         rtt_min_ms DOUBLE, rtt_max_ms DOUBLE, mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT,
-        congestion_control STRING, jitter_ms DOUBLE, lost_packets BIGINT, sent_packets BIGINT""", "`id`, `time`"),
+        congestion_control STRING, jitter_ms DOUBLE, lost_packets BIGINT, sent_packets BIGINT,
+        target_bitrate_bps DOUBLE""", "`id`, `time`"),
     "intervals_sink": ("throughput_intervals", """`time` STRING, `id` STRING, start_s DOUBLE, end_s DOUBLE,
         throughput_bps DOUBLE, retransmits BIGINT, cwnd_bytes BIGINT, rtt_ms DOUBLE, omitted BOOLEAN""",
                        "`id`, start_s, `time`"),
@@ -100,7 +101,7 @@ def build(settings):
     s = tables.create_statement_set()
     s.add_insert_sql(f"""INSERT INTO throughput_sink SELECT {COMMON_SELECT}, protocol, `reverse`, streams, duration_s,
         throughput_bps, receiver_throughput_bps, retransmits, rtt_ms, rtt_min_ms, rtt_max_ms, mss_bytes, mtu_bytes,
-        tcp_window_bytes, congestion_control, jitter_ms, lost_packets, sent_packets
+        tcp_window_bytes, congestion_control, jitter_ms, lost_packets, sent_packets, target_bitrate_bps
         FROM records_json WHERE `kind` = 'throughput'""")
     s.add_insert_sql("""INSERT INTO intervals_sink SELECT r.`time`, r.`id`, i.start_s, i.end_s, i.throughput_bps,
         i.retransmits, i.cwnd_bytes, i.rtt_ms, i.omitted

@@ -220,6 +220,9 @@ def parse(payload: dict, ctx: Context) -> list:
         fields["mtu_bytes"] = _pmtu(intervals)
     if fields.get("duration_s") is None:
         fields["duration_s"] = number(test_start, "duration", "start.test_start", required=False, minimum=0)
+    # -b: the rate iperf3 paced the test to (0: TCP as fast as it goes).
+    fields["target_bitrate_bps"] = number(test_start, "target_bitrate", "start.test_start", required=False,
+                                          minimum=0) or None
     return [record("throughput", ctx, fields)]
 
 

@@ -150,6 +150,8 @@ def _throughput(result: dict, spec: dict, where: str) -> dict[str, Any]:
     fields["intervals"] = intervals
     fields["protocol"] = "udp" if spec.get("udp") else "tcp"
     fields["streams"] = integer(spec, "parallel", "test.spec", required=False, minimum=1)
+    # The rate the test asked for, in bits/s (absent: TCP as fast as it goes).
+    fields["target_bitrate_bps"] = number(spec, "bandwidth", "test.spec", required=False, minimum=0) or None
     return fields
 
 

@@ -77,6 +77,7 @@ class DiurnalParams(Params):
     host_retrans_quantile: float = 0.75   # retransmits than this quantile of the usual runs') are left out
     host_runs: int = 24            # usual runs kept for that ...
     host_min_runs: int = 6         # ... and needed before judging
+    tester_share: float = 0.9      # a run at this share of the rate its test asked for was paced by its tester
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -418,7 +419,7 @@ class DiurnalDetector(Detector):
         if obs.ok and not obs.udp and obs.bps and not self.stalls.black_hole(obs):
             if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
                 self.runs.append((obs.t, obs.bps))
-                self.pace.add(obs)
+                self.pace.add(obs, p.tester_share)
         return self._advance(obs.t)
 
     def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:

@@ -25,13 +25,18 @@ the path's latest latency test before it shows a loaded host's tell
 (:class:`pathwatch.models.pace.HostTails`: a longer delay tail, the typical delay and loss as
 before).
 
-A throughput drop whose runs are flat, retransmit nothing and move a steady
+A throughput drop whose runs are flat, retransmit (next to) nothing and move a steady
 ``window = rate × RTT`` is a TCP window limit, so it opens ``window_limited`` instead (from its
 first such run, when a congested run or two just before it were low too); runs that stall at
 the start as in a black hole (near-silence that retransmits) are left to the MTU detector. A
 window limit is also named from its absolute signature, with no "before" to compare with (an
 untuned host from the first run): runs in a row that move the very window iperf3 reports every
 round trip (rate × RTT, the bytes in flight), flat, without retransmits, the same window each run.
+"Next to nothing" is measured against the loss that would explain the rate: a loss-based TCP at
+``rate`` over ``RTT`` loses p = (C · MSS / (RTT · rate))² of its packets (Mathis et al.), so a run
+retransmitting under ``window_loss_share`` of that many is paced by something other than loss — one
+retransmit in a 3-second run at 46 Mb/s over 10 ms is 60 times too few (a real kernel's window-limited
+runs lose a segment now and then), while a fast long path must be clean.
 
 A level shift persists; a load pattern follows the clock. A change that came back within
 ``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
@@ -106,9 +111,10 @@ class LevelParams(Params):
     delay_settle_s: float = 3 * 86400.0  # a delay shift lasting this long becomes the new normal
     delay_jump_share: float = 0.5    # a delay shift steps: this share of it between one sample and the next ...
     delay_creep_s: float = 22 * 3600.0   # ... or it crept there and has stayed this long
-    window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV) ...
-    window_spread_max: float = 0.15  # ... and their implied window this steady across runs
-    window_retrans_max: int = 0      # ... and retransmit at most this much
+    window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV; after a drop, their median) ...
+    window_spread_max: float = 0.075  # ... and their implied window this steady across runs (1.4826 MAD / median)
+    window_retrans_max: int = 0      # ... and retransmit at most this much, or ...
+    window_loss_share: float = 0.05  # ... under this share of the loss that would hold a loss-based TCP to their rate
     window_fill_min: float = 0.9     # from its first runs: rate x RTT this share of the window iperf3 reports ...
     window_fill_max: float = 1.03    # ... and no more than this (a window-limited flow cannot move more per RTT)
     window_same_max: float = 0.05    # ... the reported window the same, run after run, within this share ...
@@ -120,6 +126,7 @@ class LevelParams(Params):
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
     stall_s: float = 2.0             # runs stalled this long at start ...
     stall_retransmits_min: int = 2   # ... retransmitting this much, crawling, belong to the MTU detector (its judge when it runs)
+    tester_share: float = 0.9        # a run at this share of the rate its test asked for was paced by its tester
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
     host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
@@ -135,6 +142,40 @@ class LevelParams(Params):
                                      # enough to take the baseline rate below the low threshold: the loss's drop
     route_slack_s: float = 2 * 3600.0    # a delay step this long before a route move (a trace interval or two) is the route's
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
+
+
+MATHIS_C = math.sqrt(1.5)   # Mathis et al.'s constant for periodic loss and delayed ACKs off
+
+
+def loss_cannot_pace(run: ThroughputObs, most: int, share: float) -> bool:
+    """Whether ``run`` retransmitted too little for loss to have set its rate: at most ``most``
+    retransmits, or fewer than ``share`` of the packets a loss-based TCP loses at the run's rate
+    (Mathis et al.: rate = MSS / RTT · C / sqrt(p) per stream, so p = (C · MSS · 8 / (RTT · rate))²).
+
+    >>> from pathwatch.models.observe import ThroughputObs
+    >>> run = ThroughputObs(0.0, True, None, 46e6, 1, 10.5, None, 8948, 3.0, 1, False, 0.0, 0.01, 0)
+    >>> loss_cannot_pace(run, 0, 0.05)          # p = 3.3 %: ~64 of its 1,928 packets; 1 is far fewer
+    True
+    >>> loss_cannot_pace(ThroughputObs(0.0, True, None, 9e9, 1, 80.0, None, 8948, 10.0, 1, False, 0.0, 0.01, 0),
+    ...                  0, 0.05)               # a fast long path: one loss in 10^8 paces it; 1 is too many
+    False
+    """
+    retransmits = run.retransmits or 0
+    if retransmits <= most:
+        return True
+    if not (run.bps and run.rtt_ms and run.mss_bytes and run.duration_s):
+        return False
+    per_stream = run.bps / max(run.streams or 1, 1)
+    pacing_loss = (MATHIS_C * run.mss_bytes * 8 / (run.rtt_ms / 1000 * per_stream)) ** 2
+    packets = run.bps * run.duration_s / 8 / run.mss_bytes
+    return retransmits < share * min(pacing_loss, 1.0) * packets
+
+
+def _retransmits_said(runs: list[ThroughputObs]) -> str:
+    """How the window-limited summaries put the runs' retransmits."""
+    if any(r.retransmits for r in runs):
+        return "too few retransmits for loss to set the pace"
+    return "no retransmits"
 
 
 def mad(values, center: float | None = None) -> float:
@@ -371,7 +412,7 @@ class LevelDetector(Detector):
                 self.window_held = (held[0], 0)
             return []
         if (not window or moved is None or obs.interval_cv is None or obs.interval_cv > p.window_cv_max
-                or (obs.retransmits or 0) > p.window_retrans_max
+                or not loss_cannot_pace(obs, p.window_retrans_max, p.window_loss_share)
                 or not p.window_fill_min * window <= moved <= p.window_fill_max * window):
             if streak:
                 streak.clear()
@@ -385,7 +426,7 @@ class LevelDetector(Detector):
             return []
         implied = [r.bps * r.rtt_ms / 8000.0 for r in streak]
         level_window = median(implied)
-        if (max(implied) - min(implied)) / level_window > p.window_spread_max:
+        if 1.4826 * mad(implied, level_window) / level_window > p.window_spread_max:
             return []
         reported = median(r.window_bytes for r in streak)
         level, rtt_ms = median(r.bps for r in streak), median(r.rtt_ms for r in streak)
@@ -396,12 +437,12 @@ class LevelDetector(Detector):
                     "retransmits": [r.retransmits for r in streak], "signature": "absolute"}
         if len(self.tput.base.values) >= p.min_baseline and self.tput.frozen is None:
             base = self.tput.base.median()
-            if base > level * (1 + p.window_spread_max):
+            if base > level * (1 + 2 * p.window_spread_max):
                 evidence["baseline_bps"] = round(base)
         return self.open(
             "window_limited", start=self.window_since, at=obs.t, severity=severity_for(0.0, 0.0, 0.5, 0.8), score=0.5,
             summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s = window {reported / 1024:,.0f} KiB / RTT "
-                    f"{rtt_ms:.0f} ms over {len(streak)} runs, no retransmits: the flow moves its whole window "
+                    f"{rtt_ms:.0f} ms over {len(streak)} runs, {_retransmits_said(streak)}: the flow moves its whole window "
                     f"every round trip, a TCP window limit (an untuned host or a small buffer).",
             evidence=evidence,
         )
@@ -515,7 +556,7 @@ class LevelDetector(Detector):
             return self.open(
                 "window_limited", start=bound[0].t, at=at, severity=severity, score=score,
                 summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s ≈ window {window['window_bytes'] / 1024:,.0f} KiB / "
-                        f"RTT {window['rtt_ms']:.0f} ms, no retransmits: a TCP window limit "
+                        f"RTT {window['rtt_ms']:.0f} ms, {_retransmits_said(bound)}: a TCP window limit "
                         f"({100 * drop:.0f} % below the {base / 1e6:,.0f} Mb/s baseline).",
                 evidence=evidence,
             )
@@ -585,7 +626,7 @@ class LevelDetector(Detector):
         self.tput.add(run.bps)
         self._loss_at_normal(run.t)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
-        self.pace.add(run)
+        self.pace.add(run, self.p.tester_share)
 
     def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
         """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""
@@ -617,20 +658,24 @@ class LevelDetector(Detector):
         return None, runs
 
     def _window_limit(self, runs: list[ThroughputObs]) -> dict | None:
-        """Evidence of a window limit when every low run is flat, clean and window-steady; else None."""
-        windows, rtts = [], []
+        """Evidence of a window limit when the low runs are flat (their median interval CV: one run
+        disturbed by cross traffic, whose RTT moves a window-bound rate, does not undo it), too clean
+        for loss to pace them, every one, and move a steady window (rate × RTT); else None."""
+        p = self.p
+        windows, rtts, cvs = [], [], []
         for run in runs:
-            if run.rtt_ms is None or run.interval_cv is None or run.interval_cv > self.p.window_cv_max:
-                return None
-            if (run.retransmits or 0) > self.p.window_retrans_max:
+            if run.rtt_ms is None or not loss_cannot_pace(run, p.window_retrans_max, p.window_loss_share):
                 return None
             windows.append(run.bps * run.rtt_ms / 1000 / 8)
             rtts.append(run.rtt_ms)
-        w = median(windows)
-        if w <= 0 or (max(windows) - min(windows)) / w > self.p.window_spread_max:
+            if run.interval_cv is not None:
+                cvs.append(run.interval_cv)
+        if 2 * len(cvs) < len(runs) or median(cvs) > p.window_cv_max:
             return None
-        return {"window_bytes": round(w), "rtt_ms": round(median(rtts), 3),
-                "interval_cv": round(max(r.interval_cv for r in runs), 4)}
+        w = median(windows)
+        if w <= 0 or 1.4826 * mad(windows, w) / w > p.window_spread_max:
+            return None
+        return {"window_bytes": round(w), "rtt_ms": round(median(rtts), 3), "interval_cv": round(median(cvs), 4)}
 
     # ------------------------------------------------------------------ delay
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:

@@ -2,7 +2,7 @@
 
 Three kinds of record, told apart by ``kind``: ``throughput``, ``latency`` and ``trace``.
 Units are in the field names (``_bps``, ``_ms``, ``_s``, ``_bytes``); times are RFC 3339 UTC
-strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v1.schema.json``)
+strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v2.schema.json``; v1 kept for old readers)
 is generated from these classes by ``pathwatch schema --write`` and a test keeps the two equal.
 
 A record is built by a parser, never by hand; ``id`` is deterministic (see
@@ -18,7 +18,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
-SCHEMA_VERSION = 1
+# 2 added ``target_bitrate_bps`` (optional: a v1 record reads as a test that asked for no rate).
+SCHEMA_VERSION = 2
 
 Rfc3339 = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")]
 # A host name or address: the database indexes these (a B-tree entry holds at most 2704 bytes),
@@ -33,7 +34,7 @@ class _Strict(BaseModel):
 
 
 class _Common(_Strict):
-    schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this record contract.")
+    schema_version: Literal[1, 2] = Field(SCHEMA_VERSION, description="Version of this record contract.")
     id: str = Field(description="Deterministic UUID of the measurement (same input, same id).")
     source: Host | None = Field(
         description="Host the measured traffic leaves from, as the envelope or payload names it; "
@@ -68,6 +69,9 @@ class Throughput(_Common):
     streams: int | None = Field(None, ge=1)
     reverse: bool = Field(False, description="The test ran reversed (server sent); source is still the sender.")
     duration_s: NonNegativeFloat | None = None
+    target_bitrate_bps: NonNegativeFloat | None = Field(
+        None, description="The rate the test asked for (iperf3 -b, pscheduler's bandwidth): a run at it was paced "
+        "by the tester, not the network; null when the test asked for none (TCP as fast as it goes) or did not say.")
     throughput_bps: NonNegativeFloat | None = Field(None, description="Sender-side rate, as perfSONAR reports it.")
     receiver_throughput_bps: NonNegativeFloat | None = None
     retransmits: NonNegativeInt | None = None
