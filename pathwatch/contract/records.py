@@ -2,8 +2,9 @@
 
 Three kinds of record, told apart by ``kind``: ``throughput``, ``latency`` and ``trace``.
 Units are in the field names (``_bps``, ``_ms``, ``_s``, ``_bytes``); times are RFC 3339 UTC
-strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v2.schema.json``; v1 kept for old readers)
-is generated from these classes by ``pathwatch schema --write`` and a test keeps the two equal.
+strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v2.schema.json``; the v1
+file stays for old readers) is generated from these classes by ``pathwatch schema --write`` and a
+test keeps the two equal.
 
 A record is built by a parser, never by hand; ``id`` is deterministic (see
 :func:`pathwatch.contract.ids.measurement_id`), so parsing the same measurement twice yields

@@ -1,0 +1,98 @@
+"""window_limited on a real kernel (issue 16, found by the lab of issue 18).
+
+The lab's small_buffers scenario capped one host's TCP buffers at 64 kB; the detectors named the
+drop on its four site-to-site paths ``throughput_drop``. What the real runs do that the simulator
+did not draw: Linux grows the congestion window iperf3 reports far past what the buffer lets the
+flow put in flight, a window-bound run retransmits a segment now and then, a run's per-second
+rate follows the RTT when other traffic moves it, and the tests themselves were paced (``-b``), so
+the path's usual runs are as even as iperf3's pacer. The fixture is those runs, as published.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from pathwatch.contract.records import Throughput
+from pathwatch.models.config import DetectorConfig
+from pathwatch.models.detectors.levels import LevelParams, loss_cannot_pace
+from pathwatch.models.engine import replay, replay_observations
+from pathwatch.models.observe import epoch, observe
+
+from .conftest import FIXTURES, parse_one
+
+LEVELS = DetectorConfig(enabled=("levels",))
+CAPPED_FROM, CAPPED_UNTIL = "2026-10-30T04:39:19Z", "2026-10-31T16:39:19Z"
+
+
+def _records() -> list[dict]:
+    lines = (FIXTURES / "lab" / "small_buffers_throughput.jsonl").read_text().splitlines()
+    return [r.model_dump(mode="json") for line in lines for r in parse_one(json.loads(line))]
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return _records()
+
+
+def _capped(record: dict) -> bool:
+    return record["succeeded"] and CAPPED_FROM <= record["time"] < CAPPED_UNTIL
+
+
+def test_the_captured_runs_hold_what_the_old_rule_could_not_read(records):
+    """The fixture is the hard case: capped runs report a window 3-6 times what they move per round
+    trip, some retransmit, and every run asked iperf3 for 200 Mb/s."""
+    capped = [r for r in records if _capped(r)]
+    assert len(capped) >= 24 and {r["target_bitrate_bps"] for r in records if r["succeeded"]} == {2e8}
+    fills = [r["throughput_bps"] * r["rtt_ms"] / 8000 / r["tcp_window_bytes"] for r in capped]
+    assert max(fills) < 0.4
+    assert any(r["retransmits"] for r in capped)
+    assert all(r["throughput_bps"] < 0.35 * r["target_bitrate_bps"] for r in capped)
+
+
+def test_a_host_whose_buffers_shrink_is_window_limited_on_every_path_it_sends_or_receives_on(records):
+    found = replay(records, LEVELS).anomalies
+    by_path = {(a.source.split(".")[0], a.destination.split(".")[0]): a for a in found}
+    assert set(by_path) == {("a1", "b1"), ("a1", "b2"), ("b1", "a1"), ("b2", "a1")}, found
+    assert {a.kind for a in found} == {"window_limited"}, [(a.kind, a.summary) for a in found]
+    sent, received = by_path["a1", "b2"], by_path["b1", "a1"]
+    assert 55_000 <= sent.evidence["window_bytes"] <= 66_000        # the 64 kB send buffer
+    assert 30_000 <= received.evidence["window_bytes"] <= 45_000    # the receive window it allows
+    assert all(epoch(CAPPED_FROM) <= a.start < epoch(CAPPED_UNTIL) for a in found)
+
+
+def test_the_same_runs_losing_as_a_loss_limited_flow_would_are_a_drop_not_a_window(records):
+    """Give each capped run half the retransmits a loss-based TCP needs to be held to its rate
+    (Mathis): loss can pace them, so no window limit is named."""
+    p = LevelParams()
+    observations: dict[tuple[str, str], list] = {}
+    for record in records:
+        obs = observe(record)
+        if _capped(record):
+            packets = obs.bps * obs.duration_s / 8 / obs.mss_bytes
+            pacing = (1.2247 * obs.mss_bytes * 8 / (obs.rtt_ms / 1000 * obs.bps)) ** 2
+            obs = replace(obs, retransmits=max(2, round(0.5 * pacing * packets)))
+            assert not loss_cannot_pace(obs, p.window_retrans_max, p.window_loss_share)
+        observations.setdefault((record["source"], record["destination"]), []).append(obs)
+    kinds = {a.kind for path, obs in observations.items() for a in replay_observations(*path, obs, config=LEVELS)}
+    assert "window_limited" not in kinds and "throughput_drop" in kinds
+
+
+def test_iperf3_and_pscheduler_say_what_rate_the_test_asked_for():
+    paced = json.loads((FIXTURES / "lab" / "small_buffers_throughput.jsonl").read_text().splitlines()[0])
+    unpaced = json.loads((FIXTURES / "iperf3" / "iperf3.12_tcp_sndbuf_64k_unpaced_bbr.json").read_text())
+    assert parse_one(paced)[0].target_bitrate_bps == 2e8
+    assert parse_one(unpaced, source="a1", destination="b2")[0].target_bitrate_bps is None   # -b absent: 0
+    task = json.loads((FIXTURES / "pscheduler" / "throughput_run_tool_object_stall.json").read_text())
+    assert parse_one(task)[0].target_bitrate_bps is None
+    task["test"]["spec"]["bandwidth"] = 500_000_000
+    assert parse_one(task)[0].target_bitrate_bps == 5e8
+    assert isinstance(parse_one(task)[0], Throughput)
+
+
+def test_a_record_of_contract_v1_still_validates_and_reads_as_asking_for_no_rate(records):
+    v1 = {key: value for key, value in records[0].items() if key != "target_bitrate_bps"} | {"schema_version": 1}
+    assert Throughput.model_validate(v1).target_bitrate_bps is None
+    assert observe(v1).target_bps is None and records[0]["schema_version"] == 2
