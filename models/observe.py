@@ -46,6 +46,13 @@ class ThroughputObs:
     # The rate the test asked for (iperf3 -b, pscheduler's bandwidth); None: as fast as it goes.
     target_bps: float | None = None
 
+    def __setstate__(self, state) -> None:
+        """Restore a pickled observation (a detector's state); one pickled before ``target_bps``
+        existed reads as a test that asked for no rate."""
+        self.target_bps = None
+        for name, value in (state[1] if isinstance(state, tuple) else state).items():
+            setattr(self, name, value)
+
 
 @dataclass(slots=True)
 class LatencyObs:

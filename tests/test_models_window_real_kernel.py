@@ -11,6 +11,7 @@ the path's usual runs are as even as iperf3's pacer. The fixture is those runs, 
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import replace
 
 import pytest
@@ -96,3 +97,12 @@ def test_a_record_of_contract_v1_still_validates_and_reads_as_asking_for_no_rate
     v1 = {key: value for key, value in records[0].items() if key != "target_bitrate_bps"} | {"schema_version": 1}
     assert Throughput.model_validate(v1).target_bitrate_bps is None
     assert observe(v1).target_bps is None and records[0]["schema_version"] == 2
+
+
+def test_an_observation_pickled_before_the_target_rate_existed_reads_as_asking_for_none(records):
+    """Detector state (a Flink savepoint) holds observations pickled by the code before v2."""
+    obs = observe(records[0])
+    assert obs.target_bps == 2e8
+    del obs.target_bps                           # what an older ThroughputObs pickled: no such slot
+    restored = pickle.loads(pickle.dumps(obs))
+    assert restored.target_bps is None and restored.bps == obs.bps
