@@ -13,8 +13,9 @@ never running into the future: the pipeline refuses records ahead of its clock. 
 it, measures ``after_h`` more, and then reads the anomalies the pipeline stored for its hosts:
 
 - detected: an anomaly of an expected kind on an affected path, starting after the injection
-  (or within ``RUN_SLACK_S`` real seconds before it: a run stamped with its start that began
-  just before the injection sent its probes after it); its delay is from the injection to its
+  began (or within ``RUN_SLACK_S`` real seconds before it: a run stamped with its start that
+  began just before the injection sent its probes after it; a loss anomaly from the start of the
+  injection's hour, the loss detector's hourly bins); its delay is from the injection to its
   start (lab hours) and to the row (real seconds);
 - false alarms: every other anomaly of the run (a benign scenario expects none at all).
 
@@ -41,6 +42,7 @@ from .partitions import tag_feeding_every_partition
 from .topology import SITE_A_HOSTS, SITE_B_HOSTS
 
 RUN_SLACK_S = 2.0   # real seconds a run may have started before the injection and still probe after it
+HOURLY_KINDS = frozenset({"loss_step", "rising_loss"})   # dated from the hour bin their loss began in
 FIRST_RUN_DAYS = 30.0  # how far in the past a new lab clock starts
 
 
@@ -198,13 +200,14 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         tick = min(poll_s, 600 / factor) if scheduled else poll_s
         for index, step in enumerate(steps):
             params = {**scenario.params, **step}
+            if index == 0:       # the injection begins with its first command (applying takes a second or two)
+                injected_real = time.time()
             if scenario.fault:
                 if index:
                     lab.fault(scenario.fault, on=False)
                 if not scheduled:
                     applied = lab.fault(scenario.fault, params)
             if index == 0:
-                injected_real = time.time()
                 outcome.injected_lab = from_epoch(int(lab_origin + (injected_real - started) * factor))
                 report(f"{scenario.name} [{tag}]: " + (f"{scenario.fault} injected at lab {outcome.injected_lab}"
                                                       if scenario.fault else "no fault (benign run)")
@@ -329,7 +332,7 @@ def _judge(outcome: Outcome, scenario: Scenario, settings, injected_real: float 
     injected = epoch(outcome.injected_lab) if outcome.injected_lab else None
     hits = [row for row in rows if scenario.fault and row["kind"] in scenario.expect
             and affected(scenario, outcome.tag, row["source"], row["destination"])
-            and injected is not None and row["start"].timestamp() >= injected - RUN_SLACK_S * outcome.factor]  # fmt: skip
+            and injected is not None and row["start"].timestamp() >= _earliest(row["kind"], injected, outcome.factor)]  # fmt: skip
     if hits and outcome.detected is None:
         first = hits[0]
         outcome.detected = {key: (format_utc(value) if hasattr(value, "tzinfo") else value)
@@ -344,6 +347,16 @@ def _judge(outcome: Outcome, scenario: Scenario, settings, injected_real: float 
         outcome.false_alarms = [{"kind": row["kind"], "source": row["source"], "destination": row["destination"],
                                  "start": format_utc(row["start"]), "summary": row["summary"]}
                                 for row in rows if row["id"] not in hit_ids]  # fmt: skip
+
+
+def _earliest(kind: str, injected: float, factor: float) -> float:
+    """The earliest start (lab epoch) an anomaly of ``kind`` may have and still be the injected fault's.
+
+    >>> _earliest("route_change", 7200.0 + 2700.0, 900.0), _earliest("loss_step", 7200.0 + 2700.0, 900.0)
+    (8100.0, 7200.0)
+    """
+    earliest = injected - RUN_SLACK_S * factor
+    return min(earliest, injected // 3600 * 3600) if kind in HOURLY_KINDS else earliest
 
 
 def results_path(home: Path) -> Path:
