@@ -171,6 +171,16 @@ def loss_cannot_pace(run: ThroughputObs, most: int, share: float) -> bool:
     return retransmits < share * min(pacing_loss, 1.0) * packets
 
 
+def window_spread(windows: list[float], center: float) -> float:
+    """The robust spread of runs' implied windows (rate × RTT) about their median ``center``:
+    1.4826 MAD / median, compared with ``window_spread_max``.
+
+    >>> round(window_spread([60e3, 62e3, 61e3, 70e3], 61.5e3), 3)    # one run disturbed: still steady
+    0.024
+    """
+    return 1.4826 * mad(windows, center) / center
+
+
 def _retransmits_said(runs: list[ThroughputObs]) -> str:
     """How the window-limited summaries put the runs' retransmits."""
     if any(r.retransmits for r in runs):
@@ -426,7 +436,7 @@ class LevelDetector(Detector):
             return []
         implied = [r.bps * r.rtt_ms / 8000.0 for r in streak]
         level_window = median(implied)
-        if 1.4826 * mad(implied, level_window) / level_window > p.window_spread_max:
+        if window_spread(implied, level_window) > p.window_spread_max:
             return []
         reported = median(r.window_bytes for r in streak)
         level, rtt_ms = median(r.bps for r in streak), median(r.rtt_ms for r in streak)
@@ -673,7 +683,7 @@ class LevelDetector(Detector):
         if 2 * len(cvs) < len(runs) or median(cvs) > p.window_cv_max:
             return None
         w = median(windows)
-        if w <= 0 or 1.4826 * mad(windows, w) / w > p.window_spread_max:
+        if w <= 0 or window_spread(windows, w) > p.window_spread_max:
             return None
         return {"window_bytes": round(w), "rtt_ms": round(median(rtts), 3), "interval_cv": round(median(cvs), 4)}
 
