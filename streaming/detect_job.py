@@ -4,8 +4,9 @@ Two operators: ``detect`` (keyed by path, every path's detectors) and ``incident
 :class:`~pathwatch.models.incidents.IncidentGrouper` joins the paths' anomalies into incidents and
 emits each state with its ``incident_id``, re-emitting the members whose incident changed).
 
-Records are keyed by path; each path's :class:`~pathwatch.streaming.ordering.PathState` (the
-``models/`` detectors plus a buffer) lives in Flink keyed state. A path's records are released
+Records are keyed by path (their Kafka key, in Java: no record crosses into Python to be keyed);
+each path's :class:`~pathwatch.streaming.ordering.PathState` (the ``models/`` detectors plus a
+buffer) lives in Flink keyed state. A path's records are released
 to its detectors, in the offline replay's order, as soon as the path is ready: when every
 stream of the path (one per kind and tool) shows that nothing earlier can still arrive
 (``PathState.ready_until``: live, a latency window is judged when it arrives). The watermark
@@ -202,18 +203,65 @@ def _incidents_function(config_path: str | None):
     return Incidents
 
 
-def _path_of(body: str) -> str:
-    """The path key of a record's JSON (what the publishers and the normalise job key by)."""
-    from pathwatch.streaming.normalise import path_key
+def keyed_by_first_field(stream, value_type):
+    """``stream`` (rows whose field 0 is the key, field 1 the value) keyed in Java by field 0.
 
-    record = orjson.loads(body)
-    return path_key(record.get("source"), record.get("destination"))
+    What PyFlink's ``key_by`` builds after its Python map that puts each element's key in front
+    (``Row(key, element)``; its keyed operators are given field 1), without that map: here the
+    rows come from SQL with the key already in front, so no record crosses into Python to be
+    keyed. The key type is ``Row(STRING)`` as with ``key_by(..., key_type=Types.STRING())``, so
+    keyed state maps onto the same key groups.
+    """
+    from pyflink.common import Types
+    from pyflink.datastream.data_stream import KeyedStream
+    from pyflink.java_gateway import get_gateway
+
+    selector = get_gateway().jvm.KeyByKeySelector()
+    j_keyed = stream._j_data_stream.keyBy(selector, Types.ROW([Types.STRING()]).get_java_type_info())
+    return KeyedStream(j_keyed, value_type, stream)
+
+
+def day_to_second(seconds: float) -> str:
+    """A Flink SQL interval literal of ``seconds`` (to the millisecond; a SECOND literal takes 2 digits).
+
+    >>> day_to_second(900), day_to_second(90061.5)
+    ("INTERVAL '0 00:15:00.000' DAY TO SECOND(3)", "INTERVAL '1 01:01:01.500' DAY TO SECOND(3)")
+    """
+    days, rest = divmod(int(round(seconds * 1000)), 86_400_000)
+    hours, rest = divmod(rest, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{rest / 1000:06.3f}' DAY TO SECOND(3)"
+
+
+def records_table(name: str, topic: str, settings) -> str:
+    """The records topic as SQL: the Kafka key (the path) and the record's JSON, watermarked per partition.
+
+    The watermark trails the records' Kafka time (the record time, set by the normalise job) by
+    ``ordering_delay_s`` in each partition; the minimum over partitions wins. Idleness is long on
+    purpose: a short one lets a partition's watermark run ahead when a stream resumes, firing
+    false silences (so a partition that never gets data, fewer paths than partitions, holds the
+    watermark this long). Partitions read far ahead of the slowest one wait (bounded buffers).
+    """
+    from pathwatch.streaming.kafka_tables import kafka_options
+
+    options = kafka_options(topic, settings.bootstrap, "pathwatch-detect", settings.kafka_properties, **{
+        "key.format": "raw", "key.fields": "k", "value.format": "raw", "value.fields-include": "EXCEPT_KEY",
+        "scan.watermark.idle-timeout": "10 min", "scan.watermark.alignment.group": "pathwatch-records",
+        "scan.watermark.alignment.max-drift": "6 h", "scan.watermark.alignment.update-interval": "1 s"})
+    return f"""CREATE TABLE {name} (
+  k STRING, v STRING, rt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL,
+  WATERMARK FOR rt AS rt - {day_to_second(settings.ordering_delay_s)}
+) WITH ({options})"""
+
+
+# Each record with its path key in front: the Kafka key the normalise job wrote (models.incidents.path_key),
+# or for a record without one, the same key from its ends. Keyed in Java: no record crosses into Python to be keyed.
+KEYED_RECORDS = ("SELECT COALESCE(k, CONCAT(COALESCE(JSON_VALUE(v, '$.source'), ''), '>', "
+                 "COALESCE(JSON_VALUE(v, '$.destination'), ''))) AS k, v FROM records_in")
 
 
 def build(settings, config_path: str | None = None):
-    from pyflink.common import Duration, Types, WatermarkStrategy
-    from pyflink.common.serialization import SimpleStringSchema
-    from pyflink.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaSource
+    from pyflink.common import Types
 
     from pathwatch.streaming import chained
     from pathwatch.streaming.flink_env import environments
@@ -221,31 +269,16 @@ def build(settings, config_path: str | None = None):
 
     env, tables = environments(settings, JOB)
     records = settings.topics["records"]
-    # The DataStream Kafka source keeps one watermark per partition (the minimum wins), from the
-    # records' Kafka timestamps, which the normalise job sets to the record time.
-    source = (KafkaSource.builder().set_bootstrap_servers(settings.bootstrap).set_topics(records)
-              .set_group_id("pathwatch-detect")
-              .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST))
-              .set_value_only_deserializer(SimpleStringSchema())
-              .set_property("isolation.level", "read_committed"))
-    for key, value in settings.kafka_properties.items():   # SASL/TLS for a remote Kafka
-        source = source.set_property(key, value)
-    source = source.build()
-    watermarks = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(int(settings.ordering_delay_s * 1000)))
-                  # Long on purpose: a short idleness lets one partition's watermark run ahead when a
-                  # stream resumes, firing false silences. A partition that never gets data (fewer
-                  # paths than partitions) therefore holds the watermark for this long.
-                  .with_idleness(Duration.of_minutes(10))
-                  # Partitions read far ahead of the slowest one wait (bounded buffers in the detectors).
-                  .with_watermark_alignment("pathwatch-records", Duration.of_hours(6), Duration.of_seconds(1)))
+    tables.execute_sql(records_table("records_in", records, settings))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
-    # Stable operator ids: a savepoint maps onto the job again at another parallelism.
-    stream = env.from_source(source, watermarks, "records").uid("records-source")
+    # A row type the keyed Python operator reads its key type from (to_data_stream's external type it cannot).
+    keyed_rows = tables.to_append_stream(tables.sql_query(KEYED_RECORDS), Types.ROW([Types.STRING(), Types.STRING()]))
     rows = Types.ROW_NAMED(["target", "k", "v"], [Types.STRING(), Types.STRING(), Types.STRING()])
     detect = _detect_function(config_path, settings.ordering_delay_s, settings.ordering_slack_s,
                               settings.detect_save_interval_s)(records)
-    detected = (stream.key_by(_path_of, key_type=Types.STRING())
+    # Stable operator ids: a savepoint maps onto the job again at another parallelism.
+    detected = (keyed_by_first_field(keyed_rows, Types.STRING())
                 .process(detect, output_type=rows).name("detect").uid("detect"))
     # Anomalies (and path announcements) to one grouping task; dead letters go straight out.
     # Row functions from an importable module: see streaming/chained.py for why.

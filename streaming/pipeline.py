@@ -80,10 +80,14 @@ def _active(settings: PipelineSettings) -> dict:
     return active
 
 
-# Jobs whose state is never needed (the store job keeps none now; an older store job's savepoint
-# holds its record-id deduplication and rollups, which the database does now): resuming one from
-# a savepoint of an older graph drops the state the new graph has no operator for.
-CACHE_STATE_JOBS = frozenset({"store"})
+# Jobs that may resume from a savepoint of an older graph by dropping the state the new graph has
+# no operator for: the store job keeps none now (an older one's savepoint holds its record-id
+# deduplication and rollups, which the database does now); the detect job's older DataStream
+# source kept its Kafka offsets under an operator id its SQL source does not have (the detectors'
+# state keeps its id, "detect"): the SQL source then starts from the consumer group's offsets,
+# committed at every checkpoint; a record read again is not analysed twice (a duplicate, or a late
+# dead letter once its path released past it).
+REGRAPHED_JOBS = frozenset({"store", "detect"})
 
 
 def submit_command(settings: PipelineSettings, job: str, settings_file: Path, restore: Path | None) -> list[str]:
@@ -95,7 +99,7 @@ def submit_command(settings: PipelineSettings, job: str, settings_file: Path, re
                "--python", str(module), "-pyexec", sys.executable, "-pyclientexec", sys.executable]
     if restore is not None:
         command += ["--fromSavepoint", str(restore)]
-        if job in CACHE_STATE_JOBS:
+        if job in REGRAPHED_JOBS:
             command.append("--allowNonRestoredState")
     return command + [str(settings_file)]
 

@@ -39,15 +39,27 @@ def test_the_database_password_is_in_a_private_file_never_on_the_client_command_
         assert command[-1] == str(path) and command[command.index("--fromSavepoint") + 1] == str(restore)
 
 
-def test_only_the_store_job_may_drop_state_of_an_older_graph_when_it_resumes(tmp_path):
-    # The store job needs no state (the database deduplicates); detector state must never be dropped.
+def test_only_store_and_detect_may_drop_state_of_an_older_graph_when_they_resume(tmp_path):
+    # The store job needs no state (the database deduplicates); the detect job only its older
+    # source's offsets (the consumer group has them). The normalise job's exactly-once
+    # transactions must never be dropped; detector state keeps its operator id (the rescale test
+    # in tests/test_pipeline_integration.py restores it and compares with pathwatch detect).
     settings = _settings(tmp_path)
     path = write_file(settings)
     restore = tmp_path / "savepoint-1"
     dropping = {job for job in ("normalise", "detect", "store")
                 if "--allowNonRestoredState" in submit_command(settings, job, path, restore)}
-    assert dropping == {"store"}
+    assert dropping == {"store", "detect"}
     assert "--allowNonRestoredState" not in submit_command(settings, "store", path, None)
+
+
+def test_the_detect_job_keys_records_by_their_kafka_key_with_a_delay_interval_flink_parses(tmp_path):
+    from pathwatch.streaming.detect_job import KEYED_RECORDS, records_table
+
+    ddl = records_table("records_in", "records", _settings(tmp_path))   # ordering delay 900 s
+    assert "WATERMARK FOR rt AS rt - INTERVAL '0 00:15:00.000' DAY TO SECOND(3)" in ddl
+    assert "'key.fields' = 'k'" in ddl and "'properties.group.id' = 'pathwatch-detect'" in ddl
+    assert KEYED_RECORDS.startswith("SELECT COALESCE(k, ")
 
 
 def _point(folder: Path, age_s: float) -> Path:
