@@ -53,13 +53,12 @@ def test_only_store_and_detect_may_drop_state_of_an_older_graph_when_they_resume
     assert "--allowNonRestoredState" not in submit_command(settings, "store", path, None)
 
 
-def test_the_detect_job_keys_records_by_their_kafka_key_with_a_delay_interval_flink_parses(tmp_path):
-    from pathwatch.streaming.detect_job import KEYED_RECORDS, records_table
+def test_the_detect_job_reads_the_path_from_the_kafka_key_with_a_delay_interval_flink_parses(tmp_path):
+    from pathwatch.streaming.detect_job import records_table
 
     ddl = records_table("records_in", "records", _settings(tmp_path))   # ordering delay 900 s
     assert "WATERMARK FOR rt AS rt - INTERVAL '0 00:15:00.000' DAY TO SECOND(3)" in ddl
     assert "'key.fields' = 'k'" in ddl and "'properties.group.id' = 'pathwatch-detect'" in ddl
-    assert KEYED_RECORDS.startswith("SELECT COALESCE(k, ")
 
 
 def _point(folder: Path, age_s: float) -> Path:
