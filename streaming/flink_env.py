@@ -59,8 +59,9 @@ def configuration(settings: PipelineSettings, job: str) -> dict[str, str]:
         "parallelism.default": str(settings.parallelism),
         "pipeline.name": flink_name(job),
         "table.local-time-zone": "UTC",
-        # Periodic watermarks of DataStream sources: a job run through a statement set would
-        # otherwise emit none (the interval is not taken from the stream environment).
+        # Periodic watermarks of the sources (the detect job's records): a DataStream source run
+        # through a statement set emitted none without it (the interval is not taken from the
+        # stream environment); the SQL sources read it from the table config, set to the same.
         "pipeline.auto-watermark-interval": "200 ms",
         # Restart from the last checkpoint for as long as it takes (a TaskManager restarted by
         # `stack up`, Kafka back), waiting at most 30 s between attempts.
