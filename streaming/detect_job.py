@@ -6,10 +6,10 @@ emits each state with its ``incident_id``, re-emitting the members whose inciden
 
 Records are keyed by path (their Kafka key, in Java: no record crosses into Python to be keyed);
 each path's :class:`~pathwatch.streaming.ordering.PathState` (the ``models/`` detectors plus a
-buffer) lives in Flink keyed state. A path's records are released
-to its detectors, in the offline replay's order, as soon as the path is ready: when every
-stream of the path (one per kind and tool) shows that nothing earlier can still arrive
-(``PathState.ready_until``: live, a latency window is judged when it arrives). The watermark
+buffer) lives in Flink keyed state. A path's records are released to its detectors, in the
+offline replay's order, as soon as the path is ready: when every stream of the path (one per
+kind and tool) shows that nothing earlier can still arrive (``PathState.ready_until``: live, a
+latency window is judged when it arrives). The watermark
 (newest record time − ordering delay) is the backstop: an event-time timer releases what it
 has passed and runs due silence deadlines on every path, silent ones included. So the
 anomalies equal ``pathwatch detect`` on the same input. Anomaly states are upserts keyed by id.
