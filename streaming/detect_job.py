@@ -221,39 +221,6 @@ def keyed_by_first_field(stream, value_type):
     return KeyedStream(j_keyed, value_type, stream)
 
 
-def day_to_second(seconds: float) -> str:
-    """A Flink SQL interval literal of ``seconds`` (to the millisecond; a SECOND literal takes 2 digits).
-
-    >>> day_to_second(900), day_to_second(90061.5)
-    ("INTERVAL '0 00:15:00.000' DAY TO SECOND(3)", "INTERVAL '1 01:01:01.500' DAY TO SECOND(3)")
-    """
-    days, rest = divmod(int(round(seconds * 1000)), 86_400_000)
-    hours, rest = divmod(rest, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{rest / 1000:06.3f}' DAY TO SECOND(3)"
-
-
-def records_table(name: str, topic: str, settings) -> str:
-    """The records topic as SQL: the Kafka key (the path) and the record's JSON, watermarked per partition.
-
-    The watermark trails the records' Kafka time (the record time, set by the normalise job) by
-    ``ordering_delay_s`` in each partition; the minimum over partitions wins. Idleness is long on
-    purpose: a short one lets a partition's watermark run ahead when a stream resumes, firing
-    false silences (so a partition that never gets data, fewer paths than partitions, holds the
-    watermark this long). Partitions read far ahead of the slowest one wait (bounded buffers).
-    """
-    from pathwatch.streaming.kafka_tables import kafka_options
-
-    options = kafka_options(topic, settings.bootstrap, "pathwatch-detect", settings.kafka_properties, **{
-        "key.format": "raw", "key.fields": "k", "value.format": "raw", "value.fields-include": "EXCEPT_KEY",
-        "scan.watermark.idle-timeout": "10 min", "scan.watermark.alignment.group": "pathwatch-records",
-        "scan.watermark.alignment.max-drift": "6 h", "scan.watermark.alignment.update-interval": "1 s"})
-    return f"""CREATE TABLE {name} (
-  k STRING, v STRING, rt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL,
-  WATERMARK FOR rt AS rt - {day_to_second(settings.ordering_delay_s)}
-) WITH ({options})"""
-
-
 # Each record with its path key in front: the Kafka key the normalise job wrote (models.incidents.path_key),
 # or for a record without one, the same key from its ends. Keyed in Java: no record crosses into Python to be keyed.
 KEYED_RECORDS = ("SELECT COALESCE(k, CONCAT(COALESCE(JSON_VALUE(v, '$.source'), ''), '>', "
@@ -265,11 +232,12 @@ def build(settings, config_path: str | None = None):
 
     from pathwatch.streaming import chained
     from pathwatch.streaming.flink_env import environments
-    from pathwatch.streaming.kafka_tables import keyed_raw_sink
+    from pathwatch.streaming.kafka_tables import keyed_raw_sink, keyed_raw_source
 
     env, tables = environments(settings, JOB)
     records = settings.topics["records"]
-    tables.execute_sql(records_table("records_in", records, settings))
+    tables.execute_sql(keyed_raw_source("records_in", records, settings, "pathwatch-detect",
+                                        settings.ordering_delay_s, "pathwatch-records"))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))
     # A row type the keyed Python operator reads its key type from (to_data_stream's external type it cannot).

@@ -27,6 +27,41 @@ def kafka_options(topic: str, bootstrap: str, group: str | None = None, security
     return ",\n".join(f"{_quote(k)} = {_quote(v)}" for k, v in options.items())
 
 
+# A topic as (k, v): its message key and value as raw text (the path or id, and the JSON).
+KEYED_RAW = {"key.format": "raw", "key.fields": "k", "value.format": "raw", "value.fields-include": "EXCEPT_KEY"}
+
+
+def day_to_second(seconds: float) -> str:
+    """A Flink SQL interval literal of ``seconds`` (to the millisecond; a SECOND literal takes 2 digits).
+
+    >>> day_to_second(900), day_to_second(90061.5)
+    ("INTERVAL '0 00:15:00.000' DAY TO SECOND(3)", "INTERVAL '1 01:01:01.500' DAY TO SECOND(3)")
+    """
+    days, rest = divmod(int(round(seconds * 1000)), 86_400_000)
+    hours, rest = divmod(rest, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"INTERVAL '{days} {hours:02d}:{minutes:02d}:{rest / 1000:06.3f}' DAY TO SECOND(3)"
+
+
+def keyed_raw_source(name: str, topic: str, settings: PipelineSettings, group: str, watermark_delay_s: float,
+                     alignment_group: str) -> str:
+    """A Kafka source table (k STRING key, v STRING value, rt its Kafka time), watermarked per partition.
+
+    The watermark trails each partition's Kafka time (for the records topic the record time, which
+    the normalise job sets) by ``watermark_delay_s``; the minimum over partitions wins. Idleness is
+    long on purpose: a short one lets a partition's watermark run ahead when a stream resumes,
+    firing false silences (so a partition that never gets data, fewer paths than partitions, holds
+    the watermark this long). Partitions read far ahead of the slowest one wait (bounded buffers).
+    """
+    options = kafka_options(topic, settings.bootstrap, group, settings.kafka_properties, **{
+        **KEYED_RAW, "scan.watermark.idle-timeout": "10 min", "scan.watermark.alignment.group": alignment_group,
+        "scan.watermark.alignment.max-drift": "6 h", "scan.watermark.alignment.update-interval": "1 s"})
+    return f"""CREATE TABLE {name} (
+  k STRING, v STRING, rt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL,
+  WATERMARK FOR rt AS rt - {day_to_second(watermark_delay_s)}
+) WITH ({options})"""
+
+
 def keyed_raw_sink(name: str, topic: str, settings: PipelineSettings, transactional_id: str | None = None) -> str:
     """A Kafka sink table (k STRING key, v STRING value as raw bytes, ts record time)."""
     guarantee = {"sink.delivery-guarantee": "at-least-once"}
@@ -37,8 +72,7 @@ def keyed_raw_sink(name: str, topic: str, settings: PipelineSettings, transactio
     return f"""CREATE TABLE {name} (
   k STRING, v STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'
 ) WITH ({kafka_options(topic, settings.bootstrap, None, settings.kafka_properties, **{
-        "key.format": "raw", "key.fields": "k", "value.format": "raw", "value.fields-include": "EXCEPT_KEY",
-        "properties.max.request.size": str(8 * 2**20), **guarantee})})"""
+        **KEYED_RAW, "properties.max.request.size": str(8 * 2**20), **guarantee})})"""
 
 
 def jdbc_sink(name: str, table: str, columns: str, key: str, settings: PipelineSettings) -> str:

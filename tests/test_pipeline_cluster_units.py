@@ -54,9 +54,11 @@ def test_only_store_and_detect_may_drop_state_of_an_older_graph_when_they_resume
 
 
 def test_the_detect_job_reads_the_path_from_the_kafka_key_with_a_delay_interval_flink_parses(tmp_path):
-    from pathwatch.streaming.detect_job import records_table
+    from pathwatch.streaming.kafka_tables import keyed_raw_source
 
-    ddl = records_table("records_in", "records", _settings(tmp_path))   # ordering delay 900 s
+    settings = _settings(tmp_path)   # ordering delay 900 s
+    ddl = keyed_raw_source("records_in", "records", settings, "pathwatch-detect", settings.ordering_delay_s,
+                           "pathwatch-records")
     assert "WATERMARK FOR rt AS rt - INTERVAL '0 00:15:00.000' DAY TO SECOND(3)" in ddl
     assert "'key.fields' = 'k'" in ddl and "'properties.group.id' = 'pathwatch-detect'" in ddl
 
