@@ -326,7 +326,7 @@ def test_no_kafka_client_is_configured_outside_the_one_place():
 
 
 def test_the_jobs_kafka_tables_and_source_carry_the_security_properties():
-    from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink
+    from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink, keyed_raw_source
     from pathwatch.streaming.settings import PipelineSettings
 
     security = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
@@ -334,11 +334,13 @@ def test_the_jobs_kafka_tables_and_source_carry_the_security_properties():
     settings = PipelineSettings(home="/tmp/pw", bootstrap="k:9093", topics={}, database_url="postgresql://x@h/d",
                                 ordering_delay_s=1, checkpoint_interval_s=1, parallelism=1, kafka_properties=security)
     assert "'properties.sasl.mechanism' = 'PLAIN'" in keyed_raw_sink("out", "t", settings)
+    assert "'properties.sasl.mechanism' = 'PLAIN'" in keyed_raw_source("in", "t", settings, "g", 1, "a")
     for job in ("normalise_job.py", "store_job.py", "detect_job.py"):
         text = (REPO / "streaming" / job).read_text()
         calls = re.findall(r"kafka_options\([^)]*\)", text)
         assert all("settings.kafka_properties" in call for call in calls), job
-    assert "settings.kafka_properties" in (REPO / "streaming" / "detect_job.py").read_text()
+    detect = (REPO / "streaming" / "detect_job.py").read_text()
+    assert re.search(r"keyed_raw_source\([^)]*settings", detect), "the detect job's records source takes the settings"
 
 
 def test_superset_trusts_proxy_headers_and_secures_cookies_only_behind_a_tls_proxy(tmp_path, monkeypatch):
