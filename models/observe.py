@@ -45,11 +45,17 @@ class ThroughputObs:
     stall_retransmits: int
     # The rate the test asked for (iperf3 -b, pscheduler's bandwidth); None: as fast as it goes.
     target_bps: float | None = None
+    # The lowest smoothed RTT the sender saw (None: not reported; read as ``rtt_ms``).
+    rtt_min_ms: float | None = None
+    # The other windows that can hold a flow: the receive window the receiver advertised and the
+    # sender's socket buffer for all its streams (record contract v3); None: the tool did not say.
+    receive_window_bytes: int | None = None
+    send_buffer_bytes: int | None = None
 
     def __setstate__(self, state) -> None:
         """Restore a pickled observation (a detector's state); one pickled before ``target_bps``
-        existed reads as a test that asked for no rate."""
-        self.target_bps = None
+        or the RTT floor and buffers existed reads as a test that asked for no rate and said nothing of them."""
+        self.target_bps = self.rtt_min_ms = self.receive_window_bytes = self.send_buffer_bytes = None
         for name, value in (state[1] if isinstance(state, tuple) else state).items():
             setattr(self, name, value)
 
@@ -139,6 +145,7 @@ def _throughput(r: dict[str, Any]) -> ThroughputObs:
             middle = median(moving)
             if middle > 0:
                 cv = 1.4826 * median(abs(x - middle) for x in moving) / middle
+    send_buffer = r.get("send_buffer_bytes")             # per stream
     return ThroughputObs(
         t=epoch(r["time"]),
         ok=bool(r.get("succeeded", True)),
@@ -155,6 +162,9 @@ def _throughput(r: dict[str, Any]) -> ThroughputObs:
         interval_cv=cv,
         stall_retransmits=stall_retrans,
         target_bps=r.get("target_bitrate_bps"),
+        rtt_min_ms=r.get("rtt_min_ms"),
+        receive_window_bytes=r.get("receive_window_bytes"),
+        send_buffer_bytes=send_buffer * (r.get("streams") or 1) if send_buffer else None,
     )
 
 

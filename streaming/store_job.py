@@ -26,8 +26,8 @@ RECORD_FIELDS = """
   succeeded BOOLEAN, `error` STRING, collected_at STRING, ip_version INT,
   protocol STRING, `reverse` BOOLEAN, streams INT, duration_s DOUBLE, target_bitrate_bps DOUBLE, throughput_bps DOUBLE,
   receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE, rtt_min_ms DOUBLE, rtt_max_ms DOUBLE,
-  mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT, congestion_control STRING, jitter_ms DOUBLE,
-  lost_packets BIGINT, sent_packets BIGINT,
+  mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT, receive_window_bytes BIGINT, send_buffer_bytes BIGINT,
+  congestion_control STRING, jitter_ms DOUBLE, lost_packets BIGINT, sent_packets BIGINT,
   intervals ARRAY<ROW<start_s DOUBLE, end_s DOUBLE, throughput_bps DOUBLE, retransmits BIGINT,
                       cwnd_bytes BIGINT, rtt_ms DOUBLE, omitted BOOLEAN>>,
   one_way BOOLEAN, packets_sent BIGINT, packets_received BIGINT, packets_lost BIGINT, loss_ratio DOUBLE,
@@ -50,7 +50,7 @@ SINKS = {
         duration_s DOUBLE, throughput_bps DOUBLE, receiver_throughput_bps DOUBLE, retransmits BIGINT, rtt_ms DOUBLE,
         rtt_min_ms DOUBLE, rtt_max_ms DOUBLE, mss_bytes INT, mtu_bytes INT, tcp_window_bytes BIGINT,
         congestion_control STRING, jitter_ms DOUBLE, lost_packets BIGINT, sent_packets BIGINT,
-        target_bitrate_bps DOUBLE""", "`id`, `time`"),
+        target_bitrate_bps DOUBLE, receive_window_bytes BIGINT, send_buffer_bytes BIGINT""", "`id`, `time`"),
     "intervals_sink": ("throughput_intervals", """`time` STRING, `id` STRING, start_s DOUBLE, end_s DOUBLE,
         throughput_bps DOUBLE, retransmits BIGINT, cwnd_bytes BIGINT, rtt_ms DOUBLE, omitted BOOLEAN""",
                        "`id`, start_s, `time`"),
@@ -101,7 +101,8 @@ def build(settings):
     s = tables.create_statement_set()
     s.add_insert_sql(f"""INSERT INTO throughput_sink SELECT {COMMON_SELECT}, protocol, `reverse`, streams, duration_s,
         throughput_bps, receiver_throughput_bps, retransmits, rtt_ms, rtt_min_ms, rtt_max_ms, mss_bytes, mtu_bytes,
-        tcp_window_bytes, congestion_control, jitter_ms, lost_packets, sent_packets, target_bitrate_bps
+        tcp_window_bytes, congestion_control, jitter_ms, lost_packets, sent_packets, target_bitrate_bps,
+        receive_window_bytes, send_buffer_bytes
         FROM records_json WHERE `kind` = 'throughput'""")
     s.add_insert_sql("""INSERT INTO intervals_sink SELECT r.`time`, r.`id`, i.start_s, i.end_s, i.throughput_bps,
         i.retransmits, i.cwnd_bytes, i.rtt_ms, i.omitted

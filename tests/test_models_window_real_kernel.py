@@ -93,16 +93,55 @@ def test_iperf3_and_pscheduler_say_what_rate_the_test_asked_for():
     assert isinstance(parse_one(task)[0], Throughput)
 
 
-def test_a_record_of_contract_v1_still_validates_and_reads_as_asking_for_no_rate(records):
-    v1 = {key: value for key, value in records[0].items() if key != "target_bitrate_bps"} | {"schema_version": 1}
+def test_records_of_older_contracts_still_validate_and_read_as_not_saying(records):
+    v3_only = ("receive_window_bytes", "send_buffer_bytes")
+    v2 = {key: value for key, value in records[0].items() if key not in v3_only} | {"schema_version": 2}
+    v1 = {key: value for key, value in v2.items() if key != "target_bitrate_bps"} | {"schema_version": 1}
     assert Throughput.model_validate(v1).target_bitrate_bps is None
-    assert observe(v1).target_bps is None and records[0]["schema_version"] == 2
+    assert Throughput.model_validate(v2).receive_window_bytes is None
+    assert observe(v1).target_bps is None and records[0]["schema_version"] == 3
+    assert observe(v2).receive_window_bytes is None and observe(v2).send_buffer_bytes is None
+    assert observe(records[0]).receive_window_bytes == records[0]["receive_window_bytes"] > 0
 
 
-def test_an_observation_pickled_before_the_target_rate_existed_reads_as_asking_for_none(records):
-    """Detector state (a Flink savepoint) holds observations pickled by the code before v2."""
+def test_an_observation_pickled_before_the_target_rate_and_buffers_existed_reads_as_not_saying(records):
+    """Detector state (a Flink savepoint) holds observations pickled by older code."""
     obs = observe(records[0])
-    assert obs.target_bps == 2e8
-    del obs.target_bps                           # what an older ThroughputObs pickled: no such slot
+    assert obs.target_bps == 2e8 and obs.send_buffer_bytes == 16384 and obs.rtt_min_ms
+    for name in ("target_bps", "rtt_min_ms", "receive_window_bytes", "send_buffer_bytes"):
+        delattr(obs, name)                       # what an older ThroughputObs pickled: no such slot
     restored = pickle.loads(pickle.dumps(obs))
     assert restored.target_bps is None and restored.bps == obs.bps
+    assert restored.rtt_min_ms is restored.receive_window_bytes is restored.send_buffer_bytes is None
+
+
+def test_a_host_with_small_buffers_from_its_first_run_is_window_limited_with_no_before(records):
+    """The same capped runs with nothing before them (an untuned host from its first test): no
+    baseline to drop from, and the congestion window Linux reports is 3-6 times what they move.
+    What they do fill every round trip is the window that holds them: the sender's 64 kB socket
+    buffer on the paths out of a1 (iperf3 ``sndbuf_actual``, never grown), the 37 kB receive window
+    a1 advertises on the paths into it (``max_snd_wnd``)."""
+    capped = [r for r in records if _capped(r)]
+    found = replay(capped, LEVELS).anomalies
+    assert found and {a.kind for a in found} == {"window_limited"}, [(a.kind, a.summary) for a in found]
+    by_window = {}
+    for a in found:
+        by_window.setdefault(a.evidence["window"], set()).add((a.source.split(".")[0], a.destination.split(".")[0]))
+        times = sorted(epoch(r["time"]) for r in capped if (r["source"], r["destination"]) == (a.source, a.destination))
+        assert a.start <= times[1], "from the path's first runs (the receiver's window shrank after the first)"
+    assert by_window.keys() == {"send buffer", "receive window"}, by_window
+    assert by_window["send buffer"] <= {("a1", "b1"), ("a1", "b2")}
+    assert by_window["receive window"] <= {("b1", "a1"), ("b2", "a1")}
+    free = [r for r in records if r["succeeded"] and not _capped(r)]
+    assert not replay(free, LEVELS).anomalies      # the same paths' free runs fill no window they report
+
+
+def test_iperf3_says_which_windows_held_the_flow():
+    capped = json.loads(next(line for line in (FIXTURES / "lab" / "small_buffers_throughput.jsonl")
+                             .read_text().splitlines() if '"sndbuf_actual":65536' in line))
+    record = parse_one(capped)[0]
+    assert (record.send_buffer_bytes, record.receive_window_bytes) == (65536, 322560)
+    reverse = json.loads((FIXTURES / "iperf3" / "iperf3.12_tcp_reverse_2streams_loopback.json").read_text())
+    assert parse_one(reverse, source="a", destination="b")[0].send_buffer_bytes is None   # the client received
+    single = json.loads((FIXTURES / "iperf3" / "iperf3.12_tcp_single_loopback.json").read_text())
+    assert parse_one(single, source="a", destination="b")[0].receive_window_bytes > 0

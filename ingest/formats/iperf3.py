@@ -3,7 +3,9 @@
 Field map (iperf3 → record): ``end.sum_sent.bits_per_second`` → ``throughput_bps``,
 ``end.sum_received.bits_per_second`` → ``receiver_throughput_bps``, ``retransmits`` →
 ``retransmits``, ``end.streams[].sender.mean_rtt`` (µs) → ``rtt_ms``, ``snd_cwnd`` →
-``cwnd_bytes``, UDP ``end.sum.{jitter_ms, lost_packets, packets}``. The record's source is
+``cwnd_bytes``, ``end.streams[].sender.max_snd_wnd`` (summed) → ``receive_window_bytes``,
+``start.sndbuf_actual`` (forward TCP runs) → ``send_buffer_bytes``, UDP
+``end.sum.{jitter_ms, lost_packets, packets}``. The record's source is
 the host that sent the data: the server for a reverse (``-R``) run.
 """
 
@@ -125,7 +127,7 @@ def _checked_interval(entry: Any, where: str) -> dict[str, Any]:
 def _tcp_end(end: dict) -> dict[str, Any]:
     sent = need(end, "sum_sent", dict, "end")
     received = opt(end, "sum_received", dict, "end", {})
-    means, mins, maxes, windows = [], [], [], []
+    means, mins, maxes, windows, receive_windows = [], [], [], [], []
     for index, stream in enumerate(opt(end, "streams", list, "end", [])):
         where = f"end.streams[{index}]"
         sender = opt(obj(stream, where), "sender", dict, where)
@@ -140,6 +142,9 @@ def _tcp_end(end: dict) -> dict[str, Any]:
         window = integer(sender, "max_snd_cwnd", where, required=False)
         if window:
             windows.append(window)
+        receive_window = integer(sender, "max_snd_wnd", where, required=False)   # iperf3 >= 3.11
+        if receive_window:
+            receive_windows.append(receive_window)
     return {
         "throughput_bps": number(sent, "bits_per_second", "end.sum_sent", minimum=0),
         "receiver_throughput_bps": number(received, "bits_per_second", "end.sum_received", required=False, minimum=0),
@@ -149,6 +154,7 @@ def _tcp_end(end: dict) -> dict[str, Any]:
         "rtt_min_ms": min(mins) / _US_PER_MS if mins else None,
         "rtt_max_ms": max(maxes) / _US_PER_MS if maxes else None,
         "tcp_window_bytes": sum(windows) if windows else None,
+        "receive_window_bytes": sum(receive_windows) if receive_windows else None,
         "congestion_control": opt(end, "sender_tcp_congestion", str, "end"),
     }
 
@@ -223,6 +229,9 @@ def parse(payload: dict, ctx: Context) -> list:
     # -b: the rate iperf3 paced the test to (0: TCP as fast as it goes).
     fields["target_bitrate_bps"] = number(test_start, "target_bitrate", "start.test_start", required=False,
                                           minimum=0) or None
+    if not reverse and protocol != "udp":
+        # The client's socket buffer as the run began (iperf3 >= 3.2): the sender's in a forward run.
+        fields["send_buffer_bytes"] = integer(start, "sndbuf_actual", "start", required=False) or None
     return [record("throughput", ctx, fields)]
 
 

@@ -115,10 +115,10 @@ class LevelParams(Params):
     window_spread_max: float = 0.075  # ... and their implied window this steady across runs (1.4826 MAD / median)
     window_retrans_max: int = 0      # ... and retransmit at most this much, or ...
     window_loss_share: float = 0.05  # ... under this share of the loss that would hold a loss-based TCP to their rate
-    window_fill_min: float = 0.9     # from its first runs: rate x RTT this share of the window iperf3 reports ...
-    window_fill_max: float = 1.03    # ... and no more than this (a window-limited flow cannot move more per RTT)
-    window_same_max: float = 0.05    # ... the reported window the same, run after run, within this share ...
-    window_runs: int = 4             # ... over this many consecutive runs, none retransmitting
+    window_fill_min: float = 0.9     # from its first runs: rate x mean RTT this share of a window iperf3 reports ...
+    window_fill_max: float = 1.03    # ... and rate x lowest RTT no more than this (a window-limited flow cannot move more)
+    window_same_max: float = 0.05    # ... the same window, run after run, within this share ...
+    window_runs: int = 4             # ... over this many consecutive runs, too clean for loss to pace them
     daily_return_s: float = 22 * 3600.0  # a change back within this long (within the day) that recurs ...
     daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
@@ -169,6 +169,49 @@ def loss_cannot_pace(run: ThroughputObs, most: int, share: float) -> bool:
     pacing_loss = (MATHIS_C * run.mss_bytes * 8 / (run.rtt_ms / 1000 * per_stream)) ** 2
     packets = run.bps * run.duration_s / 8 / run.mss_bytes
     return retransmits < share * min(pacing_loss, 1.0) * packets
+
+
+def bytes_in_flight(run: ThroughputObs) -> tuple[float, float] | None:
+    """What ``run`` kept in flight per round trip (Little's law: rate × RTT), at its mean RTT and at
+    its lowest; None without an RTT. A flow held by a window W moves W per round trip whatever the
+    RTT, so rate × mean RTT is at least about W (a queue that lengthens some round trips slows the
+    rate in proportion) while rate × lowest RTT cannot exceed it.
+
+    >>> bytes_in_flight(ThroughputObs(0.0, True, None, 8e6, 0, 12.0, None, 1448, 3.0, 1, False, 0.0, 0.01, 0,
+    ...                               rtt_min_ms=10.0))
+    (12000.0, 10000.0)
+    """
+    if not run.rtt_ms or not run.bps:
+        return None
+    return run.bps * run.rtt_ms / 8000.0, run.bps * (run.rtt_min_ms or run.rtt_ms) / 8000.0
+
+
+def window_filled(run: ThroughputObs, fill_min: float, fill_max: float) -> tuple[str, int] | None:
+    """The window iperf3 reports that ``run`` keeps in flight every round trip (at least
+    ``fill_min`` of it at the run's mean RTT, at most ``fill_max`` at its lowest), as (which
+    window, its bytes); None if none.
+
+    A TCP flow has at most the smallest of three windows in flight: its congestion window, the
+    receive window its receiver advertises, and what its send buffer holds. Linux grows the
+    congestion window far past what a small buffer lets into flight, so a buffer limit shows in
+    the other two: the receive window filled (the receiver's buffer) or the send buffer filled (the
+    sender's, which autotuning would have grown had it been free to). A free flow moves less than
+    each window it reports; a flow that moves more than the send buffer it started with had it grown.
+
+    >>> run = ThroughputObs(0.0, True, None, 29e6, 0, 10.49, 178_960, 8948, 3.0, 1, False, 0.0, 0.01, 0,
+    ...                     rtt_min_ms=10.45, receive_window_bytes=37_760, send_buffer_bytes=16_384)
+    >>> window_filled(run, 0.9, 1.03)     # 38.0 kB in flight: the receiver's window, not the others
+    ('receive window', 37760)
+    """
+    moved = bytes_in_flight(run)
+    if moved is None:
+        return None
+    at_mean, at_lowest = moved
+    for name, window in (("congestion window", run.window_bytes), ("receive window", run.receive_window_bytes),
+                         ("send buffer", run.send_buffer_bytes)):
+        if window and fill_min * window <= at_mean and at_lowest <= fill_max * window:
+            return name, window
+    return None
 
 
 def window_spread(windows: list[float], center: float) -> float:
@@ -403,16 +446,18 @@ class LevelDetector(Detector):
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
-        path was ever faster: ``window_runs`` runs in a row that move the window iperf3 reports every
-        round trip (rate × RTT within ``window_fill_min``..``window_fill_max`` of it: a flow whose
-        window is not the limit keeps less than its largest window in flight, and one that is cannot
-        move more), flat (``window_cv_max``), without retransmits, the same window run after run.
-        The episode closes once two runs in a row move more than that window per round trip."""
+        path was ever faster: ``window_runs`` runs in a row, too clean for loss to pace them, that
+        each move one of the windows iperf3 reports every round trip (:func:`window_filled`: the
+        same one, congestion or receive window or send buffer, within ``window_same_max`` of its size
+        in the first run; an autotuned window differs run to run; a flow whose window is not the limit
+        keeps less than it in flight, and one that is cannot move more), flat (their median interval
+        CV, as after a drop: cross traffic that lengthens round trips moves a window-bound rate with
+        them) and moving a steady window (``window_spread_max``). The episode closes once two runs in
+        a row move more than that window per round trip."""
         p, streak, held = self.p, self.window_streak, self.window_held
-        window, rtt = obs.window_bytes, obs.rtt_ms
-        moved = obs.bps * rtt / 8000.0 if rtt else None           # bytes in flight (Little's law)
         if held is not None:
-            if moved is not None and moved > p.window_fill_max * held[0]:
+            moved = bytes_in_flight(obs)
+            if moved is not None and moved[1] > p.window_fill_max * held[0]:
                 self.window_held = held = (held[0], held[1] + 1)
                 if held[1] >= 2:
                     self.window_held = None
@@ -421,29 +466,33 @@ class LevelDetector(Detector):
             elif held[1]:
                 self.window_held = (held[0], 0)
             return []
-        if (not window or moved is None or obs.interval_cv is None or obs.interval_cv > p.window_cv_max
-                or not loss_cannot_pace(obs, p.window_retrans_max, p.window_loss_share)
-                or not p.window_fill_min * window <= moved <= p.window_fill_max * window):
-            if streak:
-                streak.clear()
+        filled = None
+        if loss_cannot_pace(obs, p.window_retrans_max, p.window_loss_share):
+            filled = window_filled(obs, p.window_fill_min, p.window_fill_max)
+        first = self._filled(streak[0]) if streak else None
+        if filled is None or (streak and (first is None or first[0] != filled[0]
+                                          or abs(filled[1] - first[1]) > p.window_same_max * first[1])):
+            streak.clear()                      # not window-bound, or another window: another streak
+        if filled is None:
             return []
-        if streak and abs(window - streak[0].window_bytes) > p.window_same_max * streak[0].window_bytes:
-            streak.clear()                      # another window: another streak
         if not streak:
             self.window_since = obs.t
         streak.append(obs)
         if len(streak) < p.window_runs or "window_limited" in self.episodes or "throughput_drop" in self.episodes:
             return []
+        cvs = [r.interval_cv for r in streak if r.interval_cv is not None]
+        if 2 * len(cvs) < len(streak) or median(cvs) > p.window_cv_max:
+            return []
         implied = [r.bps * r.rtt_ms / 8000.0 for r in streak]
         level_window = median(implied)
         if window_spread(implied, level_window) > p.window_spread_max:
             return []
-        reported = median(r.window_bytes for r in streak)
+        reported = median(self._filled(r)[1] for r in streak)
         level, rtt_ms = median(r.bps for r in streak), median(r.rtt_ms for r in streak)
         self.window_held = (reported, 0)
-        evidence = {"window_bytes": round(reported), "rtt_ms": round(rtt_ms, 3), "level_bps": round(level),
-                    "window_fill": round(level_window / reported, 3), "runs": len(streak),
-                    "interval_cv": round(max(r.interval_cv for r in streak), 4),
+        evidence = {"window_bytes": round(reported), "window": filled[0], "rtt_ms": round(rtt_ms, 3),
+                    "level_bps": round(level), "window_fill": round(level_window / reported, 3), "runs": len(streak),
+                    "interval_cv": round(median(cvs), 4),
                     "retransmits": [r.retransmits for r in streak], "signature": "absolute"}
         if len(self.tput.base.values) >= p.min_baseline and self.tput.frozen is None:
             base = self.tput.base.median()
@@ -451,11 +500,15 @@ class LevelDetector(Detector):
                 evidence["baseline_bps"] = round(base)
         return self.open(
             "window_limited", start=self.window_since, at=obs.t, severity=severity_for(0.0, 0.0, 0.5, 0.8), score=0.5,
-            summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s = window {reported / 1024:,.0f} KiB / RTT "
-                    f"{rtt_ms:.0f} ms over {len(streak)} runs, {_retransmits_said(streak)}: the flow moves its whole window "
-                    f"every round trip, a TCP window limit (an untuned host or a small buffer).",
+            summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s = {filled[0]} {reported / 1024:,.0f} KiB / RTT "
+                    f"{rtt_ms:.0f} ms over {len(streak)} runs, {_retransmits_said(streak)}: the flow moves its whole "
+                    f"{filled[0]} every round trip, a TCP window limit (an untuned host or a small buffer).",
             evidence=evidence,
         )
+
+    def _filled(self, run: ThroughputObs) -> tuple[str, int] | None:
+        """The window ``run`` filled (:func:`window_filled`), for a run already in the streak."""
+        return window_filled(run, self.p.window_fill_min, self.p.window_fill_max)
 
     def _against_baseline(self, obs: ThroughputObs) -> list[Anomaly]:
         """throughput_drop (or window_limited) against the path's own baseline."""

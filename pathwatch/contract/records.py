@@ -2,8 +2,8 @@
 
 Three kinds of record, told apart by ``kind``: ``throughput``, ``latency`` and ``trace``.
 Units are in the field names (``_bps``, ``_ms``, ``_s``, ``_bytes``); times are RFC 3339 UTC
-strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v2.schema.json``; the v1
-file stays for old readers) is generated from these classes by ``pathwatch schema --write`` and a
+strings ending in ``Z``. The committed JSON Schema (``schemas/measurement.v3.schema.json``; the v1
+and v2 files stay for old readers) is generated from these classes by ``pathwatch schema --write`` and a
 test keeps the two equal.
 
 A record is built by a parser, never by hand; ``id`` is deterministic (see
@@ -20,7 +20,9 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 # 2 added ``target_bitrate_bps`` (optional: a v1 record reads as a test that asked for no rate).
-SCHEMA_VERSION = 2
+# 3 added ``receive_window_bytes`` and ``send_buffer_bytes`` (optional: an older record reads as not
+# saying, and a window limit is then read from the congestion window alone).
+SCHEMA_VERSION = 3
 
 Rfc3339 = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")]
 # A host name or address: the database indexes these (a B-tree entry holds at most 2704 bytes),
@@ -35,7 +37,7 @@ class _Strict(BaseModel):
 
 
 class _Common(_Strict):
-    schema_version: Literal[1, 2] = Field(SCHEMA_VERSION, description="Version of this record contract.")
+    schema_version: Literal[1, 2, 3] = Field(SCHEMA_VERSION, description="Version of this record contract.")
     id: str = Field(description="Deterministic UUID of the measurement (same input, same id).")
     source: Host | None = Field(
         description="Host the measured traffic leaves from, as the envelope or payload names it; "
@@ -82,6 +84,13 @@ class Throughput(_Common):
     mss_bytes: NonNegativeInt | None = None
     mtu_bytes: NonNegativeInt | None = None
     tcp_window_bytes: NonNegativeInt | None = Field(None, description="Largest congestion window seen.")
+    receive_window_bytes: NonNegativeInt | None = Field(
+        None, description="Largest receive window the receiver advertised (iperf3 max_snd_wnd), summed over the "
+        "streams: a flow that keeps it in flight every round trip is held by the receiver's buffer.")
+    send_buffer_bytes: NonNegativeInt | None = Field(
+        None, description="The sending socket's buffer per stream as iperf3 read it at the start (sndbuf_actual; "
+        "forward runs only): a flow that keeps it in flight is held by the sender's buffer, which "
+        "autotuning did not grow.")
     congestion_control: str | None = None
     sent_packets: NonNegativeInt | None = None
     lost_packets: NonNegativeInt | None = None
