@@ -30,8 +30,9 @@ A throughput drop whose runs are flat, retransmit (next to) nothing and move a s
 first such run, when a congested run or two just before it were low too); runs that stall at
 the start as in a black hole (near-silence that retransmits) are left to the MTU detector. A
 window limit is also named from its absolute signature, with no "before" to compare with (an
-untuned host from the first run): runs in a row that move the very window iperf3 reports every
-round trip (rate × RTT, the bytes in flight), flat, without retransmits, the same window each run.
+untuned host from the first run): runs in a row that move one of the windows iperf3 reports every
+round trip (rate × RTT, the bytes in flight: the congestion window, the receiver's advertised window
+or the send buffer autotuning never grew), flat, without retransmits, the same window each run.
 "Next to nothing" is measured against the loss that would explain the rate: a loss-based TCP at
 ``rate`` over ``RTT`` loses p = (C · MSS / (RTT · rate))² of its packets (Mathis et al.), so a run
 retransmitting under ``window_loss_share`` of that many is paced by something other than loss — one
