@@ -459,3 +459,27 @@ def test_a_destination_answering_late_on_every_trace_is_a_change_once_the_silenc
     found = of_kind(detect(observations), "route_change")
     assert len(found) == 1 and found[0].start == TRACE_TIMES[first]
     assert found[0].detected_at <= TRACE_TIMES[first + 3]
+
+
+def test_a_detour_as_a_standing_queue_starts_to_drain_is_no_route_change():
+    """The floor stood still for hours, then starts falling 0.5 ms a sample (10-minute samples, the
+    queue draining) two samples before one trace takes a detour and comes back. The drain's first
+    moves are the only moves in the samples before, so their noise is nil; what tells the drain from
+    a route's jump is that the level was already moving that way: no route change. The same detour
+    with the delay jumping from where it stood is a change at once."""
+    rng = np.random.default_rng(178)
+    times = np.arange(T0, T0 + 3 * DAY, 1200.0)
+    blip = float(times[int((2 * DAY + 19 * HOUR) / 1200.0)])
+
+    def drain(t: float) -> float:       # from 25 min before the detour on, 0.05 ms a minute
+        return float(np.clip((t - (blip - 1500.0)) / 60.0 * 0.05, 0.0, 8.0))
+
+    owd = [latency(float(t), float(round(71.1 - drain(t) + rng.normal(0, 0.01), 1)))
+           for t in np.arange(T0 - 300.0, T0 + 3 * DAY, 600.0)]
+    traces = [trace(float(t), B if t == blip else A, rtt=float(114.6 - 2 * drain(t) + abs(rng.normal(0, 0.02))))
+              for t in times]
+    assert of_kind(detect(sorted(traces + owd, key=lambda o: o.t)), "route_change") == []
+    jumped = [latency(o.t, o.delay_min_ms - (1.5 if o.t >= blip - 300 else 0.0) + drain(o.t)) for o in owd]
+    rtts = [trace(o.t, B if o.t == blip else A, rtt=114.6 - (3.0 if o.t == blip else 0.0)) for o in traces]
+    found = of_kind(detect(sorted(jumped + rtts, key=lambda o: o.t)), "route_change")
+    assert [a.detected_at for a in found] == [blip]

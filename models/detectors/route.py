@@ -81,6 +81,7 @@ class RouteParams(Params):
     owd_step_ms: float = 0.5       # one-way delay step that confirms a new route at once ...
     rtt_step_ms: float = 1.0       # ... trace RTT step (with a new AS) ...
     step_sigmas: float = 6.0       # ... and at least this many robust SDs of the baseline's noise
+    ramp_share: float = 0.5        # ... and not beside a move the same way of this share of it (a ramp)
     settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
     forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten ...
     remember_max_s: float = 30 * 86400.0  # ... unless in use longer (remembered as long, up to this)
@@ -692,9 +693,12 @@ class RouteDetector(Detector):
         The jump is the largest move between two consecutive samples from the last one before
         ``since`` on; it must exceed ``owd_step_ms`` and ``step_sigmas`` times the noise of the
         samples before it (:func:`step_noise`), and the latest sample must still be that far from
-        the level before the jump (the median of up to three samples), the same way. A level that
-        wanders or ramps (a standing queue filling or draining) moves about as much between every
-        two samples, so no move stands out; a route's change jumps once.
+        the level before the jump (the median of up to three samples), the same way, and neither
+        the move just before it nor the one just after may go the same way by ``ramp_share`` of the
+        jump or more. A level that wanders or ramps (a standing queue filling or draining) moves
+        about as much between every two samples, so no move stands out, and the first move of a
+        ramp, after hours of a level standing still, goes on in the next; a route's change jumps
+        once, from where the level stood to where it stays.
         """
         series = self.owd_series
         if since is None or len(self.delays) < 6 or len(series) < 2:
@@ -709,6 +713,9 @@ class RouteDetector(Detector):
         floor = self.p.owd_step_ms
         if abs(jump) < floor or abs(step) < floor or jump * step <= 0:
             return None
+        beside = [values[k] - values[k - 1] for k in (at - 1, at + 1) if 1 <= k < len(values)]
+        if any(move * jump >= self.p.ramp_share * jump * jump for move in beside):
+            return None     # the level moved that way just before or after too: a ramp (a queue filling or draining)
         before = values[max(0, at - 13):at]
         noise = step_noise(before) if len(before) >= 6 else step_noise(self.delays)
         least = max(floor, self.p.step_sigmas * noise)
