@@ -484,7 +484,7 @@ class LevelDetector(Detector):
         cvs = [r.interval_cv for r in streak if r.interval_cv is not None]
         if 2 * len(cvs) < len(streak) or median(cvs) > p.window_cv_max:
             return []
-        implied = [r.bps * r.rtt_ms / 8000.0 for r in streak]
+        implied = [bytes_in_flight(r)[0] for r in streak]     # (every run in the streak filled a window: it has both)
         level_window = median(implied)
         if window_spread(implied, level_window) > p.window_spread_max:
             return []
