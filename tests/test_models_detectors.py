@@ -520,7 +520,9 @@ def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_inter
 
 def test_a_thirty_percent_drop_on_a_noisy_path_is_found_from_the_runs_median():
     """Runs with 15 % noise drop to 69 % of the baseline: the per-run threshold (2.5 MADs, ~37 %
-    down) sees half of them, the median of 8 runs sees the level. Ten healthy noisy paths stay quiet."""
+    down) sees half of them, the median of 8 runs sees the level — once the runs below that
+    threshold span ``tput_span_s``, as the per-run test asks (a few hours' dip pulls the median as
+    far): within a day and a run. Ten healthy noisy paths stay quiet."""
     drop = T0 + 5 * DAY
     found, quiet = 0, []
     for seed in range(60, 70):
@@ -528,7 +530,7 @@ def test_a_thirty_percent_drop_on_a_noisy_path_is_found_from_the_runs_median():
         series = list(throughput_series(rng, 10, noise=0.15))
         dropped = [run(t, b * (0.69 if t >= drop else 1.0)) for t, b in series]
         hits = [a for a in detect(dropped) if a.kind == "throughput_drop"]
-        found += len(hits) >= 1 and hits[0].start >= drop - 2 * HOUR and hits[0].detected_at - drop <= DAY
+        found += len(hits) >= 1 and hits[0].start >= drop - 2 * HOUR and hits[0].detected_at - drop <= DAY + 2 * HOUR
         quiet += [seed] if detect([run(t, b) for t, b in series]) else []
     assert found >= 9, f"{found} of 10"
     assert quiet == []

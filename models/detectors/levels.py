@@ -12,8 +12,9 @@ return to the level it had before is then the old normal coming back, not a new 
 
 Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
 standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
-30 % drop leaves half its runs above the per-run threshold, but not their median. A drop
-persists: either way it is named only while the latest run still sits nearer the low runs'
+30 % drop leaves half its runs above the per-run threshold, but not their median — while the
+runs among them below that threshold span ``tput_span_s`` too (a few hours' dip with runs low by
+noise on either side of it pulls the median as far). A drop persists: either way it is named only while the latest run still sits nearer the low runs'
 level than the baseline. Low runs that are over by the time they span ``tput_span_s`` (a host
 busy for some hours, a burst of cross traffic) were a passing load, not a lasting drop; a run
 back up defers the verdict to the next one. A run its own host paced says nothing about the
@@ -543,7 +544,7 @@ class LevelDetector(Detector):
         if not low and not self.low_runs:
             if abs(obs.bps - base) < spread / 2:   # runs halfway to the threshold, either way, stay out
                 self._add_normal(obs)
-            shifted = self._level_shift(base)
+            shifted = self._level_shift(base, spread)
             return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         self.low_runs.append(obs)
         runs = self.low_runs
@@ -554,7 +555,7 @@ class LevelDetector(Detector):
                 if abs(r.bps - base) < spread / 2:
                     self._add_normal(r)
             self.low_runs = []
-            shifted = self._level_shift(base)
+            shifted = self._level_shift(base, spread)
             return [] if shifted is None else self._open_drop(shifted, base, spread, obs)
         if len(runs) < self.p.tput_runs or runs[-1].t - runs[0].t < self.p.tput_span_s:
             return []
@@ -568,11 +569,13 @@ class LevelDetector(Detector):
         p = self.p
         return self.tput_daily.explains(start, now, -1, p) or self.busy.covers(start, now, p.daily_slack_s)
 
-    def _level_shift(self, base: float) -> list[ThroughputObs] | None:
+    def _level_shift(self, base: float, spread: float) -> list[ThroughputObs] | None:
         """The recent runs when their median sits ``level_z`` standard errors (of a median of that
         many runs, from the baseline's MAD) and ``level_share`` × ``tput_drop_frac`` below the
         baseline: a drop that noise spreads on both sides of the per-run threshold is still a
-        level change."""
+        level change that persists: the runs below the per-run threshold among them span
+        ``tput_span_s``, as the per-run test asks (a few hours' dip, a loaded host, pulls a
+        noisy path's median down as far while it lasts)."""
         p, recent = self.p, self.recent_runs
         if len(recent) < p.level_runs or recent[-1].t - recent[0].t < p.tput_span_s:
             return None
@@ -584,6 +587,9 @@ class LevelDetector(Detector):
         if base - level < p.level_z * standard_error:
             return None
         lows = [r for r in recent if r.bps < (base + level) / 2]   # the runs nearer the new level
+        below = [r.t for r in lows if r.bps < base - spread]
+        if not below or below[-1] - below[0] < p.tput_span_s:
+            return None     # the runs clearly low span as long as the per-run test asks; a shorter dip was a passing load
         if self._daily_trough(lows[0].t, lows[-1].t):
             return None
         spans = self.tput_daily.spans
