@@ -314,3 +314,35 @@ def test_a_standing_queue_still_corroborates_over_a_drifting_clock():
                    delay_p95_ms=o.delay_p95_ms + 0.7 * (o.t - T0) / HOUR) if hasattr(o, "delay_min_ms") else o
            for o in obs]
     named_at(detect(obs))
+
+
+def latency_only(rng, days=5, *, typical_ms=0.0, lost=0):
+    """A path with latency tests alone (no throughput runs) whose delay tail (p95 − min) grows from
+    0.3 to ~2.5 ms from 16 to 19 h every day; in those hours its typical delay (median − min) rises
+    by ``typical_ms`` and each sample loses ``lost`` of its 6,000 probes."""
+    obs = []
+    for t in latency_times(days):
+        busy = 16.0 <= (t - T0) % DAY / HOUR < 19.0
+        sample = latency(t, 10.0 + rng.normal(0, 0.02), queue=0.1 + (typical_ms if busy else 0.0),
+                         lost=int(rng.binomial(6000, 2e-3)) if busy and lost else 0)
+        tail = rng.uniform(2.2, 2.8) if busy else rng.uniform(0.25, 0.35)
+        obs.append(replace(sample, delay_p95_ms=sample.delay_min_ms + max(tail, 3 * sample.delay_median_ms
+                                                                          - 3 * sample.delay_min_ms)))
+    return obs
+
+
+def test_a_delay_tail_that_grows_alone_every_afternoon_is_no_diurnal_saturation():
+    """A host busy every afternoon stamps a few probes late: the tail grows eightfold while the
+    typical delay, the floor and the loss stay. The old code named a saturation from the tail."""
+    for seed in range(3):
+        found = detect(latency_only(np.random.default_rng(seed)), config=DetectorConfig(enabled=("diurnal",)))
+        assert not [a for a in found if a.kind == "diurnal_saturation"], (seed, [a.summary for a in found])
+
+
+@pytest.mark.parametrize("typical_ms, lost", [(1.0, 0), (0.0, 1)])
+def test_a_queue_that_delays_most_probes_or_drops_some_is_still_a_diurnal_saturation(typical_ms, lost):
+    """The same tail with the typical delay up 1 ms, or with probes lost, in those hours: a queue."""
+    for seed in range(3):
+        found = detect(latency_only(np.random.default_rng(seed), typical_ms=typical_ms, lost=lost),
+                       config=DetectorConfig(enabled=("diurnal",)))
+        assert [a for a in found if a.kind == "diurnal_saturation"], seed

@@ -101,3 +101,38 @@ def test_a_queue_that_drains_to_a_floor_an_ntp_correction_moved_is_no_latency_sh
                    + (1.6 if t >= ntp else 0.0), clock_error=1.0)
            for t in latency_times(6)]
     assert shifts(obs) == []
+
+
+def test_a_daily_queue_that_no_longer_drains_below_the_threshold_is_no_latency_shift():
+    """A standing queue every afternoon (+15 ms at 16 h); over day 3 the busy hours widen, so the
+    floor at night stays ~1.4 ms above the quiet days' baseline and never falls back under the
+    threshold. The floor keeps swinging by 15 ms a day: no level stays, so nothing is named (the
+    old code named the day-long swing a +5 ms shift once it had lasted a day)."""
+    rng = np.random.default_rng(17)
+    widening = T0 + 3 * DAY
+    obs = [latency(t, 20.0 + rng.normal(0, 0.004)
+                   + busy_queue(t, peak_h=16.0, width_h=2.5 + 3.0 * min(1.0, max(0.0, (t - widening) / DAY)),
+                                floor_ms=15.0))
+           for t in latency_times(7)]
+    assert shifts(obs) == []
+
+
+def silent_then_back(rng, *, after_ms=0.0):
+    """A standing queue every afternoon (+8 ms at 20 h); the path is silent from day 2, 07 h, to
+    day 4, 17 h, and comes back midway up its queue (+5 ms) — plus ``after_ms`` for good (a longer
+    route it came back on)."""
+    gone, back = T0 + 2 * DAY + 7 * HOUR, T0 + 4 * DAY + 17 * HOUR
+    return [latency(t, 6.0 + rng.normal(0, 0.004) + busy_queue(t, peak_h=20.0, width_h=3.0, floor_ms=8.0)
+                    + (after_ms if t >= back else 0.0))
+            for t in latency_times(8) if not gone <= t < back]
+
+
+def test_a_path_back_from_a_silence_midway_up_its_daily_queue_is_no_latency_shift():
+    """Its first sample sits 5 ms above the baseline, two days after the one before: no step can be
+    told across the gap, and the queue drains that night (the old code named a +5 ms shift)."""
+    assert shifts(silent_then_back(np.random.default_rng(19))) == []
+
+
+def test_a_path_back_from_a_silence_on_a_longer_route_is_a_latency_shift_once_it_holds_a_day():
+    found = shifts(silent_then_back(np.random.default_rng(19), after_ms=6.0))
+    assert len(found) == 1 and found[0].evidence["step_ms"] > 4.0, [a.summary for a in found]

@@ -19,7 +19,11 @@ those hours, leave the queue alone; both are reported as corroboration. Paths wi
 tests, or whose runs are too few a day for every busy window to hold one (runs every 6 hours may
 never fall into the busy hours), are judged on the latency tests' queueing alone: the samples'
 95th percentile above the minimum delay, a busy-hour rise of ``queue_rise_ms`` and
-``queue_factor`` times the rest. It closes once ``quiet_days`` whole days pass without the trough.
+``queue_factor`` times the rest — with the typical queueing (median), the loss or the delay floor
+rising in those hours too (below): a tail that grows alone while the typical delay and the loss
+stay is a loaded host's tell (:class:`pathwatch.models.pace.HostTails`: a busy CPU stamps and sends
+a few packets late), where a full queue delays most packets or drops them. It closes once
+``quiet_days`` whole days pass without the trough.
 
 A standing queue — one that never drains in the busy hours — delays every packet: the latency
 tests' delay floor rising in the busy hours corroborates too. The open episode is one problem
@@ -612,6 +616,8 @@ class DiurnalDetector(Detector):
             return None     # latency tests see neither queueing nor loss rise in those hours: not a full queue
         if signal == "throughput" and min_in < p.min_in and not corroboration:
             return None     # one run a day is too little alone: it takes the latency tests to agree
+        if signal == "queueing" and not corroboration.get("queueing_or_loss_rise"):
+            return None     # a tail that grows alone, the typical delay, floor and loss as before: a loaded host
         facts.update(corroboration)
         return facts
 

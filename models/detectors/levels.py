@@ -51,11 +51,14 @@ one-way delay step within the clocks' own error bound (owamp's
 max-clock-error) is not a shift: NTP moves a one-way delay that much with the path unchanged.
 
 A delay shift steps: a propagation change moves every packet at once, so at least
-``delay_jump_share`` of the change happens between one sample and the next — and, for a one-way
-delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
+``delay_jump_share`` of the change happens between one sample and the next (within
+``delay_gap_s``: a path back from a silence may return midway through its daily queue, and what it
+did meanwhile is unknown) — and, for a one-way delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
 an NTP correction from one side of it to the other). A queue building creeps past any threshold
 a little per sample; a floor that crept there is named only once it has stayed
-``delay_creep_s`` (a day's queue drains within its day). Whatever way it came, a one-way change
+``delay_creep_s`` (a day's queue drains within its day) as a level: over that day its samples sit
+within the threshold of their median, by their median absolute deviation (a queue that no longer
+drains under the threshold keeps swinging with the day; the baseline takes where it stands). Whatever way it came, a one-way change
 that stays within what the clocks may move it (twice their bound) is their new offset, not a
 shift: the baseline follows. A shift ends the way it began, by
 a step back; a queue on the new path creeping up past the old level does not end it.
@@ -113,6 +116,7 @@ class LevelParams(Params):
     delay_settle_s: float = 3 * 86400.0  # a delay shift lasting this long becomes the new normal
     delay_jump_share: float = 0.5    # a delay shift steps: this share of it between one sample and the next ...
     delay_creep_s: float = 22 * 3600.0   # ... or it crept there and has stayed this long
+    delay_gap_s: float = 3600.0      # a step is seen only from a sample this recent (after a gap: as if it crept)
     window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV; after a drop, their median) ...
     window_spread_max: float = 0.075  # ... and their implied window this steady across runs (1.4826 MAD / median)
     window_retrans_max: int = 0      # ... and retransmit at most this much, or ...
@@ -384,7 +388,8 @@ class LevelDetector(Detector):
         self.delay_daily, self.tput_daily = _Daily(), _Daily()
         self.delay_held = False       # the pending delay change was held as a daily pattern
         self.delay_last: float | None = None   # the delay sample before this one ...
-        self.delay_from: float | None = None   # ... and the one before the pending change began
+        self.delay_last_t: float | None = None  # ... its time ...
+        self.delay_from: float | None = None   # ... and the one before the pending change began (NaN: after a gap)
         self.floor_lows: deque[float] = deque()   # the lowest normal delay of each of the last hours ...
         self.floor_low, self.floor_until = float("inf"), 0.0   # ... and of this one, until this time
         self.busy = BusyHours()       # the path's diurnal saturation's busy hours (shared by the monitor)
@@ -413,6 +418,8 @@ class LevelDetector(Detector):
             self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
         if "delay_last" not in state:      # pickled before a delay shift had to step
             self.delay_last = self.delay_from = None
+        if "delay_last_t" not in state:    # pickled before a gap hid a step: the last sample read as recent
+            self.delay_last_t = None
         if "loss_bins" not in state:       # pickled before causes were told from their consequences
             self.loss_bins, self.route_moves = deque(maxlen=self.p.loss_hours), RouteMoves()
             self.loss_normal = None
@@ -762,6 +769,7 @@ class LevelDetector(Detector):
         shift = self.delay
         p = self.p
         before, self.delay_last = self.delay_last, value
+        before_t, self.delay_last_t = self.delay_last_t, obs.t
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
@@ -806,7 +814,8 @@ class LevelDetector(Detector):
                 return []
         self.delay_dir = direction
         if not shift.pending:
-            self.delay_from = before
+            gap = before_t is not None and obs.t - before_t > p.delay_gap_s
+            self.delay_from = math.nan if gap else before
         shift.pending.append((obs.t, value))
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
@@ -832,9 +841,16 @@ class LevelDetector(Detector):
             self._pending_is_normal()
             self.settled_from = None
             return []
-        if not self.delay_held and not self._stepped(base, level, direction, obs) and obs.t - first_t < p.delay_creep_s:
-            return []       # a floor that crept past the threshold (a queue building) until it outlasts a day
-            #                 (one that outlasted the daily pattern it began as shows it persists instead)
+        if not self.delay_held and not self._stepped(base, level, direction, obs):
+            if obs.t - first_t < p.delay_creep_s:
+                return []   # a floor that crept past the threshold (a queue building) until it outlasts a day
+                #             (one that outlasted the daily pattern it began as shows it persists instead)
+            day = [v for t, v in shift.pending if t >= obs.t - p.delay_creep_s]
+            if mad(day, level) > threshold:
+                # Outlasted a day but never held a level: a queue still swinging with the day that
+                # no longer drains under the threshold. Where its floor stands now is the normal.
+                self._pending_is_normal()
+                return []
         if abs(level - base) <= self._clocks_may_move(obs):
             # What stays is within what the clocks may move a one-way delay: their new offset (an
             # NTP correction, a slew), the path's normal. The baseline follows.
@@ -874,6 +890,8 @@ class LevelDetector(Detector):
         before = self.delay_from
         if before is None:
             return True
+        if math.isnan(before):
+            return False    # the path was silent before it: whether the delay stepped or crept is unknown
         return self._a_step(direction * (self.delay.pending[0][1] - before), direction * (level - base), obs)
 
     def _stepped_back(self, before: float | None, value: float, opened: Anomaly, obs: LatencyObs) -> bool:
