@@ -14,10 +14,11 @@ Throughput also drops when the median of the last ``level_runs`` runs sits ``lev
 standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
 30 % drop leaves half its runs above the per-run threshold, but not their median — while the
 runs among them below that threshold span ``tput_span_s`` too (a few hours' dip with runs low by
-noise on either side of it pulls the median as far). A drop persists: either way it is named only while the latest run still sits nearer the low runs'
-level than the baseline. Low runs that are over by the time they span ``tput_span_s`` (a host
-busy for some hours, a burst of cross traffic) were a passing load, not a lasting drop; a run
-back up defers the verdict to the next one. A run its own host paced says nothing about the
+noise on either side of it pulls the median as far). A drop persists: either way it is named
+only while the latest run still sits nearer the low runs' level than the baseline. Low runs
+that are over by the time they span ``tput_span_s`` (a host busy for some hours, a burst of
+cross traffic) were a passing load, not a lasting drop; a run back up defers the verdict to the
+next one. A run its own host paced says nothing about the
 path's capacity and counts neither way: its per-second rates spread ``host_cv_factor`` times
 more than the path's normal runs' (a NIC or a network bottleneck paces a flow as evenly as
 ever; a sender or receiver short of CPU moves its bytes in uneven gulps) while it retransmits
@@ -53,15 +54,16 @@ max-clock-error) is not a shift: NTP moves a one-way delay that much with the pa
 A delay shift steps: a propagation change moves every packet at once, so at least
 ``delay_jump_share`` of the change happens between one sample and the next (within
 ``delay_gap_s``: a path back from a silence may return midway through its daily queue, and what it
-did meanwhile is unknown) — and, for a one-way delay, more than twice the clocks' error bound (each sample may be off by the bound, either way:
-an NTP correction from one side of it to the other). A queue building creeps past any threshold
-a little per sample; a floor that crept there is named only once it has stayed
-``delay_creep_s`` (a day's queue drains within its day) as a level: over that day its samples sit
-within the threshold of their median, by their median absolute deviation (a queue that no longer
-drains under the threshold keeps swinging with the day; the baseline takes where it stands). Whatever way it came, a one-way change
-that stays within what the clocks may move it (twice their bound) is their new offset, not a
-shift: the baseline follows. A shift ends the way it began, by
-a step back; a queue on the new path creeping up past the old level does not end it.
+did meanwhile is unknown) — and, for a one-way delay, more than twice the clocks' error bound
+(each sample may be off by the bound, either way: an NTP correction from one side of it to the
+other). A queue building creeps past any threshold a little per sample; a floor that crept there
+is named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a
+level: over that day its samples sit within the threshold of their median, by their median
+absolute deviation (a queue that no longer drains under the threshold keeps swinging with the
+day; the baseline takes where it stands). Whatever way it came, a one-way change that stays
+within what the clocks may move it (twice their bound) is their new offset, not a shift: the
+baseline follows. A shift ends the way it began, by a step back; a queue on the new path creeping
+up past the old level does not end it.
 
 A consequence is not named as its own cause. A throughput drop that the path's own packet loss
 explains is the loss's: a loss-based TCP's rate falls at least as 1/sqrt(loss) (Mathis et al.:
