@@ -180,7 +180,8 @@ def test_runs_slowed_while_a_queue_fills_the_path_are_still_a_throughput_drop():
 
 def loaded_for_hours(rng, *, after=(0.95, 0.95, 0.85, 0.8)):
     """Runs every 2 h on a path that swings ±10 % run to run; at day 3, 08 h, four runs over 6 h at
-    50-66 % (a host busy for some hours), then the rate back at ``after`` of the baseline and then as ever."""
+    50-66 % (a host busy for some hours), then the rate back at ``after`` of the baseline, then as
+    ever."""
     dip, before = (0.57, 0.5, 0.66, 0.64), (0.82, 1.0)
     episode = before + dip + tuple(after)
     onset = T0 + 3 * DAY + 4 * HOUR
@@ -193,7 +194,7 @@ def loaded_for_hours(rng, *, after=(0.95, 0.95, 0.85, 0.8)):
 
 def test_a_few_hours_dip_and_a_noisy_way_back_are_no_throughput_drop():
     """The dip lasts 6 h — shorter than a drop must persist (``tput_span_s``) — but with the runs on
-    either side of it low by noise the median of the last eight runs sat 27 % down: the old level
+    either side of it low by noise the median of the last eight runs sat a quarter down: the old level
     test named a drop. The runs clearly low (below the per-run threshold) span only the dip."""
     for seed in range(6):
         found = detect(loaded_for_hours(np.random.default_rng(seed)), enabled=("levels",))
