@@ -326,8 +326,8 @@ def latency_only(rng, days=5, *, typical_ms=0.0, lost=0):
         sample = latency(t, 10.0 + rng.normal(0, 0.02), queue=0.1 + (typical_ms if busy else 0.0),
                          lost=int(rng.binomial(6000, 2e-3)) if busy and lost else 0)
         tail = rng.uniform(2.2, 2.8) if busy else rng.uniform(0.25, 0.35)
-        obs.append(replace(sample, delay_p95_ms=sample.delay_min_ms + max(tail, 3 * sample.delay_median_ms
-                                                                          - 3 * sample.delay_min_ms)))
+        typical = sample.delay_median_ms - sample.delay_min_ms
+        obs.append(replace(sample, delay_p95_ms=sample.delay_min_ms + max(tail, 3 * typical)))
     return obs
 
 
