@@ -67,11 +67,31 @@ class Browser:
                         or route.request.url.startswith("data:") else route.abort())
         self.answers: list[dict[str, Any]] = []
         self.page.on("response", self._record)
-        self.page.goto(f"{self.url}/login/")
-        self.page.fill("input#username, input[name=username]", user)
-        self.page.fill("input#password, input[name=password]", password)
-        self.page.keyboard.press("Enter")
-        self.page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
+        self._log_in(user, password)
+
+    def _log_in(self, user: str, password: str, attempts: int = 3) -> None:
+        """Sign in through Superset's own login form.
+
+        The form posts with the CSRF token that the page fetches after it draws; on a busy machine
+        the form can be there before the token, and Superset answers a post without one by sending
+        the browser back to ``/login/?next=…``. So: wait for the page to go quiet first, and try
+        again (at most ``attempts`` times) when the post still lands on the login page.
+        """
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        landed = []
+        for attempt in range(1, attempts + 1):
+            self.page.goto(f"{self.url}/login/")
+            self.page.wait_for_load_state("networkidle")
+            self.page.fill("input#username, input[name=username]", user)
+            self.page.fill("input#password, input[name=password]", password)
+            self.page.keyboard.press("Enter")
+            try:
+                self.page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
+                return
+            except PlaywrightTimeout:
+                landed.append(f"attempt {attempt}: {self.page.url} ({self.screenshot(f'login-{attempt}')})")
+        raise AssertionError(f"signing in to {self.url} as {user!r} stayed on the login page: " + "; ".join(landed))
 
     def _record(self, response) -> None:
         if "/api/v1/chart/data" not in response.url or response.request.method != "POST":
