@@ -346,3 +346,78 @@ def test_a_queue_that_delays_most_probes_or_drops_some_is_still_a_diurnal_satura
         found = detect(latency_only(np.random.default_rng(seed), typical_ms=typical_ms, lost=lost),
                        config=DetectorConfig(enabled=("diurnal",)))
         assert [a for a in found if a.kind == "diurnal_saturation"], seed
+
+
+# ------------------------------------------------ what a window-bound run and a lone run a day can say
+def queue_hours(t, start_h=19.0, hours=5.0):
+    """0..1: an evening queue with one-hour ramps."""
+    h = (t % DAY) / HOUR - start_h
+    return 0.0 if h < 0 or h > hours else min(1.0, h, hours - h)
+
+
+def untuned_behind_a_queue(rng, days=6, *, saturated=False):
+    """An untuned host (W = 256 KiB, 28 ms) behind an evening standing queue of +14 ms with 0.3 %
+    probe loss, latency tests every 10 minutes seeing it. Each run moves its whole window, so its
+    rate W/RTT falls a third with the round trips alone. ``saturated``: the link is full too, and
+    takes from the flow what a full link takes: its busy-hour runs retransmit and move half their
+    window."""
+    obs = []
+    for t, _ in throughput_series(rng, days):
+        k = queue_hours(t)
+        rtt = 28.0 + 14.0 * k
+        if saturated and k > 0.3:
+            obs.append(replace(limited(t, rng, window=2**18, rtt_ms=rtt, fill=0.5), retransmits=400))
+        else:
+            obs.append(limited(t, rng, window=2**18, rtt_ms=rtt))
+    for t in latency_times(days):
+        k = queue_hours(t)
+        obs.append(latency(t, 14.0 + 14.0 * k + rng.normal(0, 0.05), lost=int(rng.binomial(6000, 1e-6 + 3e-3 * (k > 0.3)))))
+    return obs
+
+
+def test_a_window_bound_path_behind_a_standing_queue_is_no_diurnal_saturation():
+    """The rate of a run held by its window says how long the round trips were, which the latency
+    tests measure; not that the path gave the flow less. Counted at the lowest RTT, its runs move the
+    same window all day: no trough (before, a 33 % one, corroborated by the queue's floor and loss)."""
+    found = detect(untuned_behind_a_queue(np.random.default_rng(3)), config=None)
+    assert "diurnal_saturation" not in [a.kind for a in found]
+    assert "window_limited" in [a.kind for a in found]
+
+
+def test_a_saturated_link_still_shows_on_a_window_bound_path():
+    """The same host behind a link that is full in the evening: the busy-hour runs lose and move
+    half their window, a trough in what the window moves."""
+    found = detect(untuned_behind_a_queue(np.random.default_rng(3), saturated=True), config=None)
+    assert [a.kind for a in found].count("diurnal_saturation") == 1
+
+
+def lone_runs(rng, days=6, *, low_days=(3, 4), every_day=False):
+    """Runs every 2 hours at :05 past even hours (one falls in 11:00-14:00 each day: the 12:05 one),
+    a benign standing queue at 10-16 h (floor +8 ms, probe loss 0.1 %: the busy hours corroborate).
+    The 12:05 run is 45 % low on ``low_days`` (a burst of cross traffic each time), or, with
+    ``every_day``, from day 2 on (a link full at those hours)."""
+    obs = []
+    for i in range(int(days * 12)):
+        t = T0 + i * 2 * HOUR + 300
+        day, hour = int((t - T0) // DAY), (t % DAY) / HOUR
+        low = 11 <= hour < 14 and (day in low_days or (every_day and day >= 2))
+        obs.append(run(t, 9e9 * (0.55 if low else 1.0) * (1 + rng.normal(0, 0.02)),
+                       retransmits=300 if low else 0))
+    for t in latency_times(days):
+        k = queue_hours(t, start_h=10.0, hours=6.0)
+        obs.append(latency(t, 20.0 + 8.0 * k + rng.normal(0, 0.05),
+                           lost=int(rng.binomial(6000, 1e-6 + 1e-3 * (k > 0.3)))))
+    return obs
+
+
+def test_one_low_run_in_the_same_hours_on_two_days_is_no_diurnal_saturation():
+    """One run a day in the window: two chance lows in a row on a path whose benign queue sits in
+    those hours made a saturation; a sample of one a day takes a third day."""
+    found = detect(lone_runs(np.random.default_rng(5)))
+    assert "diurnal_saturation" not in [a.kind for a in found]
+
+
+def test_one_low_run_a_day_every_day_is_a_diurnal_saturation_by_its_third_day():
+    found = detect(lone_runs(np.random.default_rng(5), low_days=(), every_day=True))
+    diurnal = named_at(found)
+    assert diurnal.detected_at <= T0 + 4 * DAY + 16 * HOUR     # the third low day (day 4) and a check after it

@@ -18,7 +18,8 @@ import pytest
 
 from pathwatch.contract.records import Throughput
 from pathwatch.models.config import DetectorConfig
-from pathwatch.models.detectors.levels import LevelParams, loss_cannot_pace
+from pathwatch.models.detectors.levels import LevelParams
+from pathwatch.models.tcp import loss_cannot_pace
 from pathwatch.models.engine import replay, replay_observations
 from pathwatch.models.observe import epoch, observe
 

@@ -10,7 +10,12 @@ level drop, a window limit setting in, stays down), and the trough repeats: ever
 first that has runs in the busy hours shows it (a few runs that collapse at random — a bad LAG
 member — fall into some day's busy hours by chance, seldom into every day's). A window that
 holds only one run a day (``sparse_min_in``) is searched when none of ``min_in`` runs shows a
-trough, and counts only with latency tests that agree.
+trough, and counts only with latency tests that agree and on ``sparse_min_days`` days: one run is
+a sample of one, and a run that a burst of cross traffic or a busy host slowed lands in the same
+three hours on two days in a row far more often than on three (on a path whose benign standing
+queue, in those hours, corroborates any trough there). A run its own window held counts at the
+rate its window moves at the path's lowest RTT (:meth:`DiurnalDetector._share`): in a queue's
+hours a window-bound rate falls with the round trips alone, which the latency tests measure.
 
 Saturation is a full queue: where the path has latency tests in and outside those hours, their
 queueing delay (median) or loss (mean) must rise in the busy hours too, significantly (one-sided
@@ -54,6 +59,7 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace
 from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import mannwhitney_pvalue
+from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled
 
 DAY = 86400.0
 
@@ -67,7 +73,8 @@ class DiurnalParams(Params):
     min_in: int = 4                # runs inside the window needed ...
     sparse_min_in: int = 3         # ... or, when no such window shows a trough, this many (a busy
                                    # window of 3 hours holds one run a day at a 2-hour cadence),
-                                   # then only with latency tests that see the queue rise too
+                                   # then only with latency tests that see the queue rise too ...
+    sparse_min_days: int = 3       # ... and on this many days to open (one run a day is a sample of one)
     alpha: float = 1e-3            # Mann-Whitney level
     queue_seen_ms: float = 0.5     # busy-hour queueing, or a delay floor above its flanks, this much higher at
                                    # least shows a queue (owamp reports tenths of a ms; NTP moves a one-way delay by tenths)
@@ -82,6 +89,11 @@ class DiurnalParams(Params):
     host_runs: int = 24            # usual runs kept for that ...
     host_min_runs: int = 6         # ... and needed before judging
     tester_share: float = 0.9      # a run at this share of the rate its test asked for was paced by its tester
+    window_fill_min: float = 0.9   # a run that keeps a window iperf3 reports in flight (this share of it at
+    window_fill_max: float = 1.03  # its mean RTT, at most this at its lowest; levels' test of a window limit) ...
+    window_retrans_max: int = 0    # ... retransmitting at most this much, or ...
+    window_loss_share: float = 0.05   # ... under this share of the loss that would pace a loss-based TCP, is
+                                   # counted at the rate its window moves at the path's lowest RTT of runs
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -398,6 +410,7 @@ class DiurnalDetector(Detector):
         self.days_seen = 0                    # days the open episode's trough was seen on
         self.pace = HostPace(self.p.host_runs)   # the path's usual runs' evenness and retransmits
         self.stalls: BlackHoleStalls = stalls_for(self.p)   # black-hole runs (the MTU detector's, shared by the monitor)
+        self.rtt_low = math.inf               # the lowest RTT of the path's runs: a window-bound run is counted at it
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -409,6 +422,8 @@ class DiurnalDetector(Detector):
             self.pace = HostPace(self.p.host_runs)
         if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
             self.stalls = stalls_for(self.p)
+        if "rtt_low" not in state:          # pickled before a window-bound run was counted at the lowest RTT
+            self.rtt_low = math.inf
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -422,9 +437,34 @@ class DiurnalDetector(Detector):
         p = self.p
         if obs.ok and not obs.udp and obs.bps and not self.stalls.black_hole(obs):
             if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
-                self.runs.append((obs.t, obs.bps))
+                self.runs.append((obs.t, self._share(obs)))
                 self.pace.add(obs, p.tester_share)
         return self._advance(obs.t)
+
+    def _share(self, run: ThroughputObs) -> float:
+        """The rate ``run`` shows the path giving a flow: its own, or, for a run its window held
+        (it kept a window iperf3 reports in flight every round trip, too clean for loss to pace
+        it), what that window moves at the path's lowest RTT of runs.
+
+        A window-bound rate is W / RTT: in a queue's hours it falls with the round trips alone
+        (the untuned host's 256 kB over 28 ms, then 42 ms: a third less) while the flow keeps all
+        it may in flight — a standing queue on a link with room for it, which the latency tests
+        measure directly. What a saturated link takes from such a flow is its window: loss that
+        cuts it (the run retransmits, no longer clean) and a rate below W / RTT.
+
+        >>> d = DiurnalDetector("a", "b")
+        >>> quiet = ThroughputObs(0.0, True, None, 75.4e6, 0, 27.3, 257_300, 8948, 10.0, 1, False, 0.0, 0.01, 0)
+        >>> busy = ThroughputObs(7200.0, True, None, 49.5e6, 0, 41.8, 257_300, 8948, 10.0, 1, False, 0.0, 0.01, 0)
+        >>> round(d._share(quiet) / 1e6, 1), round(d._share(busy) / 1e6, 1)   # the same window: no trough
+        (75.4, 75.8)
+        """
+        if run.rtt_ms:
+            self.rtt_low = min(self.rtt_low, run.rtt_min_ms or run.rtt_ms)
+        p = self.p
+        if (window_filled(run, p.window_fill_min, p.window_fill_max)
+                and loss_cannot_pace(run, p.window_retrans_max, p.window_loss_share)):
+            return bytes_in_flight(run)[0] * 8000.0 / self.rtt_low
+        return run.bps
 
     def _observe_latency(self, obs: LatencyObs) -> list[Anomaly]:
         t, low, middle = obs.t, obs.delay_min_ms, obs.delay_median_ms
@@ -596,6 +636,8 @@ class DiurnalDetector(Detector):
                 (trough_days if back_up[after].any() else normal_days).append(int(day))
         if len(trough_days) < p.min_days:
             return None
+        if min_in < p.min_in and not self.is_open("diurnal_saturation") and len(trough_days) < p.sparse_min_days:
+            return None     # one run a day: chance lows land in the same hours on two days far more often than on three
         if not self.is_open("diurnal_saturation") and any(day > trough_days[0] for day in normal_days):
             return None                         # to open, the trough must repeat on every day
         alternative = "less" if lower_is_worse else "greater"

@@ -1,0 +1,81 @@
+"""What a TCP run's own numbers say about what paced it: loss (Mathis et al.) or a window.
+
+Shared by the detectors that read throughput runs: :mod:`pathwatch.models.detectors.levels`
+names a window limit from them, :mod:`pathwatch.models.detectors.diurnal` leaves a window-bound
+run's round trips out of its trough.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pathwatch.models.observe import ThroughputObs
+
+MATHIS_C = math.sqrt(1.5)   # Mathis et al.'s constant for periodic loss and delayed ACKs off
+
+
+def loss_cannot_pace(run: ThroughputObs, most: int, share: float) -> bool:
+    """Whether ``run`` retransmitted too little for loss to have set its rate: at most ``most``
+    retransmits, or fewer than ``share`` of the packets a loss-based TCP loses at the run's rate
+    (Mathis et al.: rate = MSS / RTT · C / sqrt(p) per stream, so p = (C · MSS · 8 / (RTT · rate))²).
+
+    >>> from pathwatch.models.observe import ThroughputObs
+    >>> run = ThroughputObs(0.0, True, None, 46e6, 1, 10.5, None, 8948, 3.0, 1, False, 0.0, 0.01, 0)
+    >>> loss_cannot_pace(run, 0, 0.05)          # p = 3.3 %: ~64 of its 1,928 packets; 1 is far fewer
+    True
+    >>> loss_cannot_pace(ThroughputObs(0.0, True, None, 9e9, 1, 80.0, None, 8948, 10.0, 1, False, 0.0, 0.01, 0),
+    ...                  0, 0.05)               # a fast long path: one loss in 10^8 paces it; 1 is too many
+    False
+    """
+    retransmits = run.retransmits or 0
+    if retransmits <= most:
+        return True
+    if not (run.bps and run.rtt_ms and run.mss_bytes and run.duration_s):
+        return False
+    per_stream = run.bps / max(run.streams or 1, 1)
+    pacing_loss = (MATHIS_C * run.mss_bytes * 8 / (run.rtt_ms / 1000 * per_stream)) ** 2
+    packets = run.bps * run.duration_s / 8 / run.mss_bytes
+    return retransmits < share * min(pacing_loss, 1.0) * packets
+
+
+def bytes_in_flight(run: ThroughputObs) -> tuple[float, float] | None:
+    """What ``run`` kept in flight per round trip (Little's law: rate × RTT), at its mean RTT and at
+    its lowest; None without an RTT. A flow held by a window W moves W per round trip whatever the
+    RTT, so rate × mean RTT is at least about W (a queue that lengthens some round trips slows the
+    rate in proportion) while rate × lowest RTT cannot exceed it.
+
+    >>> bytes_in_flight(ThroughputObs(0.0, True, None, 8e6, 0, 12.0, None, 1448, 3.0, 1, False, 0.0, 0.01, 0,
+    ...                               rtt_min_ms=10.0))
+    (12000.0, 10000.0)
+    """
+    if not run.rtt_ms or not run.bps:
+        return None
+    return run.bps * run.rtt_ms / 8000.0, run.bps * (run.rtt_min_ms or run.rtt_ms) / 8000.0
+
+
+def window_filled(run: ThroughputObs, fill_min: float, fill_max: float) -> tuple[str, int] | None:
+    """The window iperf3 reports that ``run`` keeps in flight every round trip (at least
+    ``fill_min`` of it at the run's mean RTT, at most ``fill_max`` at its lowest), as (which
+    window, its bytes); None if none.
+
+    A TCP flow has at most the smallest of three windows in flight: its congestion window, the
+    receive window its receiver advertises, and what its send buffer holds. Linux grows the
+    congestion window far past what a small buffer lets into flight, so a buffer limit shows in
+    the other two: the receive window filled (the receiver's buffer) or the send buffer filled (the
+    sender's, which autotuning would have grown had it been free to). A free flow moves less than
+    each window it reports; a flow that moves more than the send buffer it started with had it grown.
+
+    >>> run = ThroughputObs(0.0, True, None, 29e6, 0, 10.49, 178_960, 8948, 3.0, 1, False, 0.0, 0.01, 0,
+    ...                     rtt_min_ms=10.45, receive_window_bytes=37_760, send_buffer_bytes=16_384)
+    >>> window_filled(run, 0.9, 1.03)     # 38.0 kB in flight: the receiver's window, not the others
+    ('receive window', 37760)
+    """
+    moved = bytes_in_flight(run)
+    if moved is None:
+        return None
+    at_mean, at_lowest = moved
+    for name, window in (("congestion window", run.window_bytes), ("receive window", run.receive_window_bytes),
+                         ("send buffer", run.send_buffer_bytes)):
+        if window and fill_min * window <= at_mean and at_lowest <= fill_max * window:
+            return name, window
+    return None
