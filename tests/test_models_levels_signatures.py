@@ -117,11 +117,11 @@ def test_a_daily_queue_that_no_longer_drains_below_the_threshold_is_no_latency_s
     assert shifts(obs) == []
 
 
-def silent_then_back(rng, *, after_ms=0.0):
-    """A standing queue every afternoon (+8 ms at 20 h); the path is silent from day 2, 07 h, to
-    day 4, 17 h, and comes back midway up its queue (+5 ms) — plus ``after_ms`` for good (a longer
-    route it came back on)."""
-    gone, back = T0 + 2 * DAY + 7 * HOUR, T0 + 4 * DAY + 17 * HOUR
+def silent_then_back(rng, *, after_ms=0.0, gone_h=7.0):
+    """A standing queue every afternoon (+8 ms at 20 h); the path is silent from day 2, ``gone_h``
+    (07 h: before the queue rises), to day 4, 17 h, and comes back midway up its queue (+5 ms) — plus
+    ``after_ms`` for good (a longer route it came back on)."""
+    gone, back = T0 + 2 * DAY + gone_h * HOUR, T0 + 4 * DAY + 17 * HOUR
     return [latency(t, 6.0 + rng.normal(0, 0.004) + busy_queue(t, peak_h=20.0, width_h=3.0, floor_ms=8.0)
                     + (after_ms if t >= back else 0.0))
             for t in latency_times(8) if not gone <= t < back]
@@ -131,6 +131,15 @@ def test_a_path_back_from_a_silence_midway_up_its_daily_queue_is_no_latency_shif
     """Its first sample sits 5 ms above the baseline, two days after the one before: no step can be
     told across the gap, and the queue drains that night (the old code named a +5 ms shift)."""
     assert shifts(silent_then_back(np.random.default_rng(19))) == []
+
+
+def test_a_path_silent_while_its_queue_was_up_and_back_midway_up_the_next_is_no_latency_shift():
+    """It went silent at 21 h, its queue up (a change pending, hours old), and came back two days
+    later midway up the next one: more than a day had passed since the change began, but not a day
+    of samples (the old code took the one sample back as the day's level and named a +5 ms shift).
+    What the delay did in the silence is unknown: the pending change starts again from the sample
+    back."""
+    assert shifts(silent_then_back(np.random.default_rng(19), gone_h=21.0)) == []
 
 
 def test_a_path_back_from_a_silence_on_a_longer_route_is_a_latency_shift_once_it_holds_a_day():

@@ -54,7 +54,8 @@ max-clock-error) is not a shift: NTP moves a one-way delay that much with the pa
 A delay shift steps: a propagation change moves every packet at once, so at least
 ``delay_jump_share`` of the change happens between one sample and the next (within
 ``delay_gap_s``: a path back from a silence may return midway through its daily queue, and what it
-did meanwhile is unknown) — and, for a one-way delay, more than twice the clocks' error bound
+did meanwhile is unknown; a change pending when the path fell silent starts again from the sample
+back, the silence being no time it was seen to stay) — and, for a one-way delay, more than twice the clocks' error bound
 (each sample may be off by the bound, either way: an NTP correction from one side of it to the
 other). A queue building creeps past any threshold a little per sample; a floor that crept there
 is named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a
@@ -721,6 +722,15 @@ class LevelDetector(Detector):
             if obs.t >= self.floor_until:
                 self._floor_hour(obs.t)
             return []
+        if shift.pending and before_t is not None and obs.t - before_t > p.delay_gap_s \
+                and not self.is_open("latency_shift"):
+            # A silence while a change was pending: what the delay did in it is unknown, and the time
+            # it lasted is no time the change was seen to stay. The change starts again from here.
+            shift.pending.clear()
+            self.delay_dir, self.delay_held = 0, False
+            if direction == 0:
+                shift.add(value)
+                return []
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
             if direction != self.delay_dir and self._stepped_back(before, value, opened, obs):
