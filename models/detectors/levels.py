@@ -55,9 +55,9 @@ A delay shift steps: a propagation change moves every packet at once, so at leas
 ``delay_jump_share`` of the change happens between one sample and the next (within
 ``delay_gap_s``: a path back from a silence may return midway through its daily queue, and what it
 did meanwhile is unknown; a change pending when the path fell silent starts again from the sample
-back, the silence being no time it was seen to stay) — and, for a one-way delay, more than twice the clocks' error bound
-(each sample may be off by the bound, either way: an NTP correction from one side of it to the
-other). A queue building creeps past any threshold a little per sample; a floor that crept there
+back, the silence being no time it was seen to stay) — and, for a one-way delay, more than twice
+the clocks' error bound (each sample may be off by the bound, either way: an NTP correction from
+one side of it to the other). A queue building creeps past any threshold a little per sample; a floor that crept there
 is named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a
 level: over that day its samples sit within the threshold of the change's level (the median of
 its samples), by their median absolute deviation from it (a queue that no longer drains under
