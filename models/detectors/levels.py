@@ -52,19 +52,19 @@ one-way delay step within the clocks' own error bound (owamp's
 max-clock-error) is not a shift: NTP moves a one-way delay that much with the path unchanged.
 
 A delay shift steps: a propagation change moves every packet at once, so at least
-``delay_jump_share`` of the change happens between one sample and the next (within
-``delay_gap_s``: a path back from a silence may return midway through its daily queue, and what it
-did meanwhile is unknown; a change pending when the path fell silent starts again from the sample
-back, the silence being no time it was seen to stay) — and, for a one-way delay, more than twice
-the clocks' error bound (each sample may be off by the bound, either way: an NTP correction from
-one side of it to the other). A queue building creeps past any threshold a little per sample; a floor that crept there
-is named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a
-level: over that day its samples sit within the threshold of the change's level (the median of
-its samples), by their median absolute deviation from it (a queue that no longer drains under
-the threshold keeps swinging with the day; the baseline takes where it stands). Whatever way it
-came, a one-way change that stays within what the clocks may move it (twice their bound) is
-their new offset, not a shift: the baseline follows. A shift ends the way it began, by a step
-back; a queue on the new path creeping up past the old level does not end it.
+``delay_jump_share`` of the change happens between one sample and the next (within ``delay_gap_s``:
+a path back from a silence may return midway through its daily queue, and what it did meanwhile is
+unknown; a change pending when the path fell silent starts again from the sample back, the silence
+being no time it was seen to stay) — and, for a one-way delay, more than twice the clocks' error
+bound (each sample may be off by the bound, either way: an NTP correction from one side of it to the
+other). A queue building creeps past any threshold a little per sample; a floor that crept there is
+named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a level:
+over that day its samples sit within the threshold of the change's level (the median of its
+samples), by their median absolute deviation from it (a queue that no longer drains under the
+threshold keeps swinging with the day; the baseline takes where it stands). Whatever way it came, a
+one-way change that stays within what the clocks may move it (twice their bound) is their new
+offset, not a shift: the baseline follows. A shift ends the way it began, by a step back; a queue on
+the new path creeping up past the old level does not end it.
 
 A consequence is not named as its own cause. A throughput drop that the path's own packet loss
 explains is the loss's: a loss-based TCP's rate falls at least as 1/sqrt(loss) (Mathis et al.:
