@@ -79,3 +79,21 @@ def window_filled(run: ThroughputObs, fill_min: float, fill_max: float) -> tuple
         if window and fill_min * window <= at_mean and at_lowest <= fill_max * window:
             return name, window
     return None
+
+
+def window_held(run: ThroughputObs, p) -> tuple[str, int] | None:
+    """The window that held ``run`` (as :func:`window_filled` gives it): one it reports kept in flight
+    every round trip while it retransmitted too little for loss to pace it (:func:`loss_cannot_pace`);
+    None otherwise. ``p`` holds ``window_fill_min``/``window_fill_max`` and ``window_retrans_max``/
+    ``window_loss_share`` (the levels and diurnal detectors' parameters).
+
+    >>> from types import SimpleNamespace
+    >>> p = SimpleNamespace(window_fill_min=0.9, window_fill_max=1.03, window_retrans_max=0, window_loss_share=0.05)
+    >>> clean = ThroughputObs(0.0, True, None, 75.4e6, 0, 27.3, 257_300, 8948, 10.0, 1, False, 0.0, 0.01, 0)
+    >>> window_held(clean, p), window_held(ThroughputObs(0.0, True, None, 75.4e6, 400, 27.3, 257_300, 8948,
+    ...                                                  10.0, 1, False, 0.0, 0.01, 0), p)   # 400 retransmits: loss paced it
+    (('congestion window', 257300), None)
+    """
+    if not loss_cannot_pace(run, p.window_retrans_max, p.window_loss_share):
+        return None
+    return window_filled(run, p.window_fill_min, p.window_fill_max)

@@ -59,7 +59,7 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace
 from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import mannwhitney_pvalue
-from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled
+from pathwatch.models.tcp import bytes_in_flight, window_held
 
 DAY = 86400.0
 
@@ -93,7 +93,7 @@ class DiurnalParams(Params):
     window_fill_max: float = 1.03  # its mean RTT, at most this at its lowest; levels' test of a window limit) ...
     window_retrans_max: int = 0    # ... retransmitting at most this much, or ...
     window_loss_share: float = 0.05   # ... under this share of the loss that would pace a loss-based TCP, is
-                                   # counted at the rate its window moves at the path's lowest RTT of runs
+                                   # counted at the rate its window moves at the path's lowest RTT of runs (tcp.window_held)
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -460,9 +460,7 @@ class DiurnalDetector(Detector):
         """
         if run.rtt_ms:
             self.rtt_low = min(self.rtt_low, run.rtt_min_ms or run.rtt_ms)
-        p = self.p
-        if (window_filled(run, p.window_fill_min, p.window_fill_max)
-                and loss_cannot_pace(run, p.window_retrans_max, p.window_loss_share)):
+        if window_held(run, self.p):
             return bytes_in_flight(run)[0] * 8000.0 / self.rtt_low
         return run.bps
 

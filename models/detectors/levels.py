@@ -96,7 +96,7 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace, HostTails
 from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import poisson_tail_below
-from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled
+from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled, window_held
 from pathwatch.models.window import SortedWindow, median
 
 
@@ -409,9 +409,7 @@ class LevelDetector(Detector):
             elif held[1]:
                 self.window_held = (held[0], 0)
             return []
-        filled = None
-        if loss_cannot_pace(obs, p.window_retrans_max, p.window_loss_share):
-            filled = window_filled(obs, p.window_fill_min, p.window_fill_max)
+        filled = window_held(obs, p)
         first = self._filled(streak[0]) if streak else None
         if filled is None or (streak and (first is None or first[0] != filled[0]
                                           or abs(filled[1] - first[1]) > p.window_same_max * first[1])):
@@ -722,15 +720,6 @@ class LevelDetector(Detector):
             if obs.t >= self.floor_until:
                 self._floor_hour(obs.t)
             return []
-        if shift.pending and before_t is not None and obs.t - before_t > p.delay_gap_s \
-                and not self.is_open("latency_shift"):
-            # A silence while a change was pending: what the delay did in it is unknown, and the time
-            # it lasted is no time the change was seen to stay. The change starts again from here.
-            shift.pending.clear()
-            self.delay_dir, self.delay_held = 0, False
-            if direction == 0:
-                shift.add(value)
-                return []
         if self.is_open("latency_shift"):
             opened = self.episodes["latency_shift"]
             if direction != self.delay_dir and self._stepped_back(before, value, opened, obs):
@@ -745,9 +734,12 @@ class LevelDetector(Detector):
                 return out
             shift.pending.append((obs.t, value))
             return []
-        if direction == 0 or (shift.pending and direction != self.delay_dir):
+        # After a silence, what the delay did in it is unknown: a change pending before it starts
+        # again (the silence is no time it was seen to stay), and none is told to step across it.
+        silent = before_t is not None and obs.t - before_t > p.delay_gap_s
+        if direction == 0 or silent or (shift.pending and direction != self.delay_dir):
             pending = shift.pending
-            if len(pending) >= p.delay_runs and pending[-1][0] - pending[0][0] >= p.delay_span_s:
+            if not silent and len(pending) >= p.delay_runs and pending[-1][0] - pending[0][0] >= p.delay_span_s:
                 self.delay_daily.record(pending[0][0], obs.t, self.delay_dir, p, self._pending_size(base))   # (came back)
                 self._floor_forgotten()
             pending.clear()
@@ -757,8 +749,7 @@ class LevelDetector(Detector):
                 return []
         self.delay_dir = direction
         if not shift.pending:
-            gap = before_t is not None and obs.t - before_t > p.delay_gap_s
-            self.delay_from = math.nan if gap else before
+            self.delay_from = math.nan if silent else before
         shift.pending.append((obs.t, value))
         first_t = shift.pending[0][0]
         if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
