@@ -29,6 +29,12 @@ def detect(observations, config=MINE):
     return replay_observations("a", "b", observations, config=config)
 
 
+def queue_hours(t, start_h=19.0, hours=5.0):
+    """0..1: a queue ``hours`` long from ``start_h`` each day, with one-hour ramps at both ends."""
+    h = (t % DAY) / HOUR - start_h
+    return 0.0 if h < 0 or h > hours else min(1.0, h, hours - h)
+
+
 def standing_queue(rng, days=8, *, start_h=13.0, hours=7.0, loss=3e-3, queue_spread=True, shift=None,
                    step=None):
     """A path saturating ``hours`` every afternoon from its first day. ``shift`` = (onset, ms) adds
@@ -36,10 +42,8 @@ def standing_queue(rng, days=8, *, start_h=13.0, hours=7.0, loss=3e-3, queue_spr
     rise = {d: rng.uniform(10.0, 15.0) for d in range(days + 1)}
     jitter = {d: rng.uniform(-0.5, 0.5) for d in range(days + 1)}
 
-    def busy(t):          # 0..1, one-hour ramps at both ends
-        day = int((t - T0) // DAY)
-        h = (t % DAY) / HOUR - start_h - jitter[day]
-        return 0.0 if h < 0 or h > hours else min(1.0, h, hours - h)
+    def busy(t):
+        return queue_hours(t, start_h + jitter[int((t - T0) // DAY)], hours)
 
     obs = []
     for t, bps in throughput_series(rng, days):
@@ -349,12 +353,6 @@ def test_a_queue_that_delays_most_probes_or_drops_some_is_still_a_diurnal_satura
 
 
 # ------------------------------------------------ what a window-bound run and a lone run a day can say
-def queue_hours(t, start_h=19.0, hours=5.0):
-    """0..1: an evening queue with one-hour ramps."""
-    h = (t % DAY) / HOUR - start_h
-    return 0.0 if h < 0 or h > hours else min(1.0, h, hours - h)
-
-
 def untuned_behind_a_queue(rng, days=6, *, saturated=False):
     """An untuned host (W = 256 KiB, 28 ms) behind an evening standing queue of +14 ms with 0.3 %
     probe loss, latency tests every 10 minutes seeing it. Each run moves its whole window, so its
