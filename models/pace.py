@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import deque
 
 from pathwatch.models.observe import ThroughputObs
+from pathwatch.models.significance import tail_exceeds
 from pathwatch.models.window import median
 
 
@@ -83,15 +84,15 @@ class HostTails:
     >>> tails = HostTails(86400.0)
     >>> for i in range(120):
     ...     tails.add(i * 600.0, p95_ms=0.2, median_ms=0.05, lost=0, sent=6000)
-    >>> tails.loaded(120 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    >>> tails.loaded(120 * 600.0, 1800.0, 3.0, 0.5, 0.2, 0.01)
     False
     >>> for i in range(120, 126):
     ...     tails.add(i * 600.0, p95_ms=1.0, median_ms=0.05, lost=0, sent=6000)   # a host busy
-    >>> tails.loaded(126 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    >>> tails.loaded(126 * 600.0, 1800.0, 3.0, 0.5, 0.2, 0.01)
     True
     >>> for i in range(126, 132):
     ...     tails.add(i * 600.0, p95_ms=1.0, median_ms=0.9, lost=12, sent=6000)   # a queue: median and loss up
-    >>> tails.loaded(132 * 600.0, 1800.0, 3.0, 0.5, 0.2)
+    >>> tails.loaded(132 * 600.0, 1800.0, 3.0, 0.5, 0.2, 0.01)
     False
     """
 
@@ -125,16 +126,31 @@ class HostTails:
         current[4] += sent
         self.latest = (t, p95_ms, median_ms, lost, sent)
 
-    def loaded(self, t: float, recent_s: float, tail_factor: float, tail_min_ms: float, median_slack_ms: float) -> bool:
+    def loaded(self, t: float, recent_s: float, tail_factor: float, tail_min_ms: float, median_slack_ms: float,
+               loss_alpha: float) -> bool:
         """Whether the latest sample at or before ``t`` (within ``recent_s``) shows a loaded host
-        (above) against the past hours'; False without it or with fewer than 12 past hours."""
+        (above) against the past hours'; False without it or with fewer than 12 past hours. The
+        typical delay may rise by ``median_slack_ms`` (owamp's delays are tenths of a millisecond:
+        their differences are compared to the microsecond, as a float's last bits are no delay);
+        the loss is unmoved unless the sample lost significantly more than the past hours did
+        (its share of all their losses above its share of the packets, binomial test at
+        ``loss_alpha``): one packet lost of 6,000 after none is no queue overflowing.
+
+        >>> tails = HostTails(86400.0)
+        >>> for i in range(72):
+        ...     tails.add(i * 600.0, p95_ms=0.3, median_ms=0.0, lost=0, sent=6000)
+        >>> tails.add(72 * 600.0, p95_ms=2.3, median_ms=20.2 - 20.0, lost=1, sent=6000)   # (0.2000000000000028)
+        >>> tails.loaded(72 * 600.0, 1800.0, 3.0, 0.5, 0.2, 0.01)
+        True
+        """
         latest, hours = self.latest, self.hours
         if latest is None or latest[0] > t or latest[0] < t - recent_s or len(hours) < 12:
             return False
         usual_tail = median(h[0] for h in hours)
         if latest[1] < max(tail_factor * usual_tail, usual_tail + tail_min_ms):
             return False
-        if latest[2] > median(h[1] for h in hours) + median_slack_ms:
+        if round(latest[2] - median(h[1] for h in hours), 3) > median_slack_ms:
             return False
         lost_before, sent_before = sum(h[2] for h in hours), sum(h[3] for h in hours)
-        return latest[4] > 0 and latest[3] * sent_before <= 2 * max(lost_before, 1) * latest[4]
+        lost, sent = latest[3], latest[4]
+        return sent > 0 and (not lost or bool(tail_exceeds(lost, lost + lost_before, sent / (sent + sent_before), loss_alpha)))

@@ -143,7 +143,8 @@ class LevelParams(Params):
     host_tail_recent_s: float = 1800.0   # or: a run whose path's latest latency test (this long before it at most) ...
     host_tail_factor: float = 3.0        # ... hold a delay tail (p95 − min) this many times the usual ...
     host_tail_min_ms: float = 0.5        # ... and this much above it ...
-    host_median_slack_ms: float = 0.2    # ... with the typical delay (median − min) within this of its usual, loss not up
+    host_median_slack_ms: float = 0.2    # ... with the typical delay (median − min) within this of its usual ...
+    host_loss_alpha: float = 0.01        # ... and loss not up (binomial test at this level)
     host_tail_span_s: float = 26 * 3600.0  # ... (the usual: the hourly medians of this long before it)
     loss_hours: int = 48             # hourly (lost, sent) bins of the path's latency tests kept ...
     loss_before_s: float = 24 * 3600.0   # ... the loss a normal rate went with: over this long up to the run
@@ -385,7 +386,7 @@ class LevelDetector(Detector):
         if self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline):
             return True
         return self.tails.loaded(obs.t, p.host_tail_recent_s, p.host_tail_factor, p.host_tail_min_ms,
-                                 p.host_median_slack_ms)
+                                 p.host_median_slack_ms, p.host_loss_alpha)
 
     def _window_bound_run(self, obs: ThroughputObs) -> list[Anomaly]:
         """Open ``window_limited`` from the absolute signature of a window limit, whether or not the
