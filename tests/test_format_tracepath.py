@@ -92,8 +92,9 @@ def test_host_unreachable_flag():
 
 def test_blackhole_gives_no_reply_hops_and_too_many_hops():
     rec = trace("tracepath_blackhole_too_many_hops.txt")
-    # at TTL 3 only the frag-needed answer came back: its sender stands in for the hop
-    assert ips(rec) == ["10.77.1.1", "10.77.2.2", "10.77.2.2", None, None]
+    # at TTL 3 only the frag-needed answer came back, from hop 2's router (10.77.2.2, the one
+    # before the narrow link): TTL 3 itself is silent, with the MTU it reported
+    assert ips(rec) == ["10.77.1.1", "10.77.2.2", None, None, None]
     assert rec.hops[2].mtu == 1500 and rec.reached is False and rec.pmtu_bytes == 1500
 
 

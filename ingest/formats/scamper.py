@@ -22,7 +22,8 @@ Quirks of real scamper (20211212) output: the next-hop MTU key is written ``"icm
 (with the colon); a reply the kernel timestamped before its probe prints as a wrapped
 2^32 µs (``4294967.2xx`` ms) and is dropped as no RTT; a trace where nothing answered has no
 ``hops`` key at all. A frag-needed reply comes from the router *before* the narrow link, so
-its address is used only when nothing else answered at that TTL. ``cycle-start``,
+its address is no answer of that TTL's: with no other reply there the hop is silent (``ip``
+null, with its ``mtu`` and ``!F`` error). ``cycle-start``,
 ``cycle-stop``, ``cycle-def`` and ``list`` objects are bookkeeping and yield no record; any
 other object type (``ping``, ``tracelb``, ...) is rejected naming it.
 """
@@ -142,7 +143,7 @@ def _hop(ttl: int, replies: list[dict[str, Any]]) -> dict[str, Any]:
     mtus = [r["mtu"] for r in replies if r["mtu"]]
     if mtus:
         hop["mtu"] = min(mtus)
-    answering = [r for r in replies if not r["too_big"]] or replies
+    answering = [r for r in replies if not r["too_big"]]
     addresses = list(dict.fromkeys(r["ip"] for r in answering))
     if addresses:
         first = [r for r in answering if r["ip"] == addresses[0]]

@@ -17,8 +17,10 @@ Field map (tracepath text → trace record)::
 
 All lines of one TTL make one hop: the first address that answered is ``ip``, later ones
 ``other_ips``, ``rtt_ms`` the median of ``ip``'s times. A ``pmtu N`` line's address is the
-router *before* the hop (it refused the probe), so it is used only when nothing else answered
-at that TTL. Without ``-n`` tracepath prints only a name: it is then both ``ip`` and
+router *before* the hop (it refused the probe, too big for its next link), so it is no answer of
+this TTL's: when no other line answered (``no reply`` after the retry) the hop is silent, ``ip``
+null with its ``mtu`` (taken as the hop's own, the route would seem to change whenever the
+narrow link's router skips an answer). Without ``-n`` tracepath prints only a name: it is then both ``ip`` and
 ``hostname`` (the address is not in the output). tracepath names neither end: the source is the
 envelope's, the destination the envelope's or else the host that answered ``reached``.
 Probes are UDP; the text carries no time (``collected_at`` is the test time). ``tracepath:
@@ -85,7 +87,7 @@ def _hop(ttl: int, answers: list[dict[str, Any]]) -> dict[str, Any]:
     flags = [a["flag"] for a in answers if a["flag"]]
     if flags:
         hop["error"] = flags[0]
-    responders = [a for a in answers if a["ip"] and not a["pmtu"]] or [a for a in answers if a["ip"]]
+    responders = [a for a in answers if a["ip"] and not a["pmtu"]]
     if responders:
         first = responders[0]["ip"]
         rtts = [a["rtt"] for a in responders if a["ip"] == first and a["rtt"] is not None]
