@@ -232,6 +232,27 @@ def test_a_new_answering_router_is_a_change_on_the_first_trace_that_shows_it():
     assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == change_t
 
 
+def test_a_detour_that_settled_and_reverts_days_later_brings_no_latency_shift():
+    """Route A for 6 days, then a detour B 4 ms shorter each way (one route change) through a link
+    that queues every afternoon (its floor up 5 ms), in use for 5 days (it settles: the path's
+    normal), then A back: the delay steps 4 ms up with the route. The return is no new change (A
+    is known), and its step is the route's, no latency shift of unknown cause (the old code named
+    one: the detour's first afternoon queue, rising through A's level, had passed for "the old
+    normal back", and after the detour settled A's return was no move of the route)."""
+    rng = np.random.default_rng(175)
+    detour, back = T0 + 6 * DAY + 5 * HOUR, T0 + 11 * DAY + 9 * HOUR
+    times = np.arange(T0, T0 + 13 * DAY, 1200.0)
+    on_b = lambda t: detour <= t < back       # noqa: E731
+    traces = [trace(float(t), B if on_b(t) else A, rtt=float(80.0 + (10.0 * busy(t) - 8.0 if on_b(t) else 0.0)
+                                                               + abs(rng.normal(0, 0.05))))
+              for t in times]
+    owd = [latency(float(t), float(40.0 + (5.0 * busy(t) - 4.0 if on_b(t + 300) else 0.0) + rng.normal(0, 0.03)))
+           for t in np.arange(T0 - 300.0, T0 + 13 * DAY, 600.0)]
+    found = detect(sorted(traces + owd, key=lambda o: o.t))
+    assert [a.start for a in of_kind(found, "route_change")] == [float(times[times >= detour][0])]
+    assert of_kind(found, "latency_shift") == []
+
+
 def test_a_one_way_delay_step_without_the_rtt_does_not_confirm_a_detour_at_once():
     """One trace on a detour while an NTP correction moves the one-way delay by 1.2 ms and the
     round trip not at all: a blip, not a change; with the RTT 2.5 ms shorter it is a change at once."""

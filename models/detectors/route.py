@@ -17,7 +17,9 @@ AS — otherwise when the new route persists: on the next trace (of any tool) wh
 came with a new AS or an RTT step, on the next two without either (two independent one-off
 detours onto the same backup path look like one trace after another). A trace of any tool on a
 known route in between makes the candidate a blip. So a path that alternates among known
-variants, or blips and comes back, stays quiet.
+variants, or blips and comes back, stays quiet. A known route back after another has been in use
+for ``settle_s`` (a detour that settled, then reverted days later) is no change either, but it is a
+move of the route: the delay step it brings is shared with the levels detector as the route's.
 
 A one-way delay step is a jump between two consecutive samples since the previous trace (for
 a step seen with the candidate trace) or since the candidate trace (in the samples after it), so
@@ -588,6 +590,11 @@ class RouteDetector(Detector):
                 found = self._silences(obs, tool, known, route, gaps)
                 if found:
                     return out + found       # (a new silent router: this trace is on the new route)
+            if (obs.t - known.last >= self.p.settle_s and not gaps
+                    and any(v.last > known.last for v in tool.known)):
+                # An older route back after the path had settled on another: a move of the route
+                # (no new change: the route is known), whose delay step is the route's, not a shift.
+                self.moves.add(obs.t, None)
             known.last, known.count = obs.t, known.count + 1
             if "route_change" not in self.episodes and not gaps:   # (a silent trace may be a new route's)
                 if obs.reached and obs.last_rtt_ms is not None:
