@@ -179,6 +179,21 @@ def test_icmp_rate_limiting_bursts_over_later_hops_are_no_route_change():
     assert of_kind(detect(traces), "route_change") == []
 
 
+def test_a_router_rate_limiting_for_an_hour_while_a_queue_fills_is_no_route_change():
+    """Hop 3 answers every trace for 6 days, then falls silent for three traces in a row (an hour of
+    ICMP rate limiting) while the evening queue raises the RTT 0.35 ms a trace: after the silence
+    the RTT stands 1.4 ms above the level before it, all of it the ramp's. The old code took that
+    for a step with the silence, a new silent router (a route change)."""
+    times = np.arange(T0, T0 + 7 * DAY, 1200.0)
+    quiet = int(6.5 * DAY / 1200.0)
+    ramp = lambda i: 0.35 * max(0, i - (quiet - 8))      # noqa: E731  (from eight traces before the silence on)
+    rng = np.random.default_rng(176)
+    traces = [trace(float(t), [None if quiet <= i < quiet + 3 and ttl == 2 else h for ttl, h in enumerate(A)],
+                    rtt=float(40.0 + ramp(i) + rng.normal(0, 0.02)))
+              for i, t in enumerate(times) if i < quiet + 6]
+    assert of_kind(detect(traces), "route_change") == []
+
+
 def _silent_from(rng, change_day: float, *, days: int = 8, rtt_step: float = 0.0, silent_traces: int | None = None):
     """Traces every 20 min, hop 3 answering 99 % of them; from ``change_day`` on it is silent (for
     ``silent_traces`` traces, else for good) and the RTT moves by ``rtt_step``; (times, change index, traces)."""

@@ -48,7 +48,9 @@ A first burst looks like a new silent router for as long as it lasts, but a new 
 the same two neighbours, on a route as long, that leaves the delay where it was is nothing a NOC
 could see or act on: such a silence is a change only when the trace's RTT or the one-way delay
 stepped with it, or once it has lasted ``silence_hold_s`` (longer than a rate limiter stays
-engaged; a silent trace's RTT is kept out of the level it is compared with).
+engaged; a silent trace's RTT is kept out of the level it is compared with, and after a silence
+of several traces that level is carried forward by its own trend over them: a queue filling for
+the hour a router rate-limits moves the RTT as far, and steps nowhere).
 The change dates from the first silent trace. A silence that ends earlier is counted into the
 hop's rate. Only the route in use is judged: a trace silent on an older known route is the path
 going back to that route. The silent TTL of a change is part of the new route (``"*"`` in its hops
@@ -298,21 +300,23 @@ def _latest_level(values) -> float:
     return median(values[-3:])
 
 
-def _expected_rtt(rtts) -> float:
-    """Where the next trace's RTT would be without a change: the level of the last three (their
-    median) carried forward by the series' trend over the last seven (the change between the
-    medians of their first and last three): nothing on a steady path, the ramp of a queue filling
-    or draining.
+def _expected_rtt(rtts, ahead: int = 2) -> float:
+    """Where the RTT of the trace ``ahead`` traces after the middle of the last three would be
+    without a change (2: the next trace): the level of the last three (their median) carried
+    forward by the series' trend over the last seven (the change between the medians of their
+    first and last three): nothing on a steady path, the ramp of a queue filling or draining.
 
     >>> round(_expected_rtt([10.0, 10.2, 9.9, 10.1]), 2), _expected_rtt([20.0, 19.0, 18.0, 17.0, 16.0, 15.0, 14.0])
     (10.1, 13.0)
+    >>> _expected_rtt([20.0, 19.0, 18.0, 17.0, 16.0, 15.0, 14.0], ahead=4)
+    11.0
     """
     latest = list(rtts)[-7:]
     level = _latest_level(latest)
     if len(latest) < 6:
         return level
     per_trace = (level - median(latest[:3])) / (len(latest) - 3)
-    return level + 2 * per_trace
+    return level + ahead * per_trace
 
 
 def _last_seen(variant: _Variant) -> float:
@@ -656,7 +660,7 @@ class RouteDetector(Detector):
         if not confirmed:
             return []
         first = min(c[2] for c in confirmed)
-        step = self._trace_rtt_step(obs)
+        step = self._trace_rtt_step(obs, max(c[1] for c in confirmed))
         if step is None:
             step = self._owd_step(first)
         if step is None and obs.t - first < self.p.silence_hold_s and _flanked(hops, route, [c[0] for c in confirmed]):
@@ -688,11 +692,15 @@ class RouteDetector(Detector):
             return None
         return step if abs(step) >= max(floor, self.p.step_sigmas * step_noise(values)) else None
 
-    def _trace_rtt_step(self, obs: TraceObs) -> float | None:
-        """The step of the trace's last-hop RTT from the level of the latest traces on known routes, if big enough."""
+    def _trace_rtt_step(self, obs: TraceObs, silent_traces: int = 0) -> float | None:
+        """The step of the trace's last-hop RTT from the level of the latest traces on known routes, if
+        big enough. After ``silent_traces`` traces kept out of that level (a silence's), from where
+        the level's own trend has taken it over them (:func:`_expected_rtt`): a queue filling while a
+        router rate-limits its answers for an hour moves the RTT as far, and steps nowhere."""
         if not obs.reached or obs.last_rtt_ms is None or len(self.rtts) < 3:
             return None
-        return self._step(self.rtts, obs.last_rtt_ms, _latest_level(self.rtts), self.p.rtt_step_ms)
+        reference = _expected_rtt(self.rtts, silent_traces + 1) if silent_traces > 1 else _latest_level(self.rtts)
+        return self._step(self.rtts, obs.last_rtt_ms, reference, self.p.rtt_step_ms)
 
     def _owd_step(self, since: float | None) -> float | None:
         """The one-way delay's step since ``since`` (a trace's time), if it jumped and is big enough.
