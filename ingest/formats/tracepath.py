@@ -20,8 +20,8 @@ All lines of one TTL make one hop: the first address that answered is ``ip``, la
 router *before* the hop (it refused the probe, too big for its next link), so it is no answer of
 this TTL's: when no other line answered (``no reply`` after the retry) the hop is silent, ``ip``
 null with its ``mtu`` (taken as the hop's own, the route would seem to change whenever the
-narrow link's router skips an answer). Without ``-n`` tracepath prints only a name: it is then both ``ip`` and
-``hostname`` (the address is not in the output). tracepath names neither end: the source is the
+narrow link's router skips an answer). Without ``-n`` tracepath prints only a name: it is then
+both ``ip`` and ``hostname`` (the address is not in the output). tracepath names neither end: the source is the
 envelope's, the destination the envelope's or else the host that answered ``reached``.
 Probes are UDP; the text carries no time (``collected_at`` is the test time). ``tracepath:
 NAME: <resolver error>`` and ``N:  send failed`` are runs that failed (``succeeded`` false).
