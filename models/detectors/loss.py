@@ -580,10 +580,7 @@ class LossDetector(Detector):
         sustained = (typical >= max(p.min_rate, 3 * p0) and rate2 >= p.step_flatness * rate1
                      and not self._carried_by_few_samples(after, lost / sent))
         could_step = sustained and len(after) >= p.step_hours and lost >= p.step_min_lost
-        if not (could_rise or could_step) or self._busy_hours_only(after, p0):
-            return []
-        calm = without_bursts(bins, p0, p.burst_hours, p.burst_alpha, None, self._neighbours_memo(), first, lossy)
-        if self._daily_pattern(bins, calm, after, p0):
+        if not (could_rise or could_step) or self._busy_hours_only(after, p0) or self._daily_pattern(bins, after, p0):
             return []
         step_llr = _llr_step(after, p0)
         ramp_llr, ramp_start, slope = _llr_ramp(recent, p0)
@@ -686,8 +683,7 @@ class LossDetector(Detector):
         sent_out = sum(v for h, v in enumerate(sent_by_hour) if h not in inside)
         return sent_out > 0 and (lost_out < 1 or tail_exceeds(lost_out, sent_out, p0, self.p.alpha))
 
-    def _daily_pattern(self, bins: list[tuple[int, int, int]], calm: list[tuple[int, int, int]],
-                       after: list[tuple[int, int, int]], p0: float) -> bool:
+    def _daily_pattern(self, bins: list[tuple[int, int, int]], after: list[tuple[int, int, int]], p0: float) -> bool:
         """Whether the loss since the change (less than a day of it) is a daily pattern: no more than
         ``daily_factor`` times what the same hours lost on one of the ``daily_days`` days before
         (those hours shifted by up to ``daily_slack_hours``, all by the same) explains (Poisson test
@@ -695,11 +691,10 @@ class LossDetector(Detector):
         than an hour (at ``daily_factor`` times ``p0`` and more, significantly: a burst is one hour)
         and back near the reference ``p0`` (below ``daily_factor`` times it) in the hours between its
         loss and today's. A step persists through the night; a busy hour's loss follows the clock. Also
-        loss within the busy hours of the path's open diurnal saturation. ``calm`` is the history
-        ``bins`` with its bursts' loss taken as their neighbours' rate (:func:`without_bursts`): the
-        hours between are read from it, as a burst one night between two days' busy hours is no step
-        persisting through it (a busy hour's loss, beside quiet hours, may read as a burst: the
-        lossy hours of that day are read from ``bins``)."""
+        loss within the busy hours of the path's open diurnal saturation. The hours between are read
+        with their bursts' loss taken as their neighbours' rate (:func:`without_bursts`): a burst one
+        night between two days' busy hours is no step persisting through it (a busy hour's loss,
+        beside quiet hours, may read as a burst: the lossy hours of that day are read as they were)."""
         p = self.p
         if not after or len(after) >= 24:
             return False               # (a day of it or more: _busy_hours_only's to judge)
@@ -707,6 +702,9 @@ class LossDetector(Detector):
         if self.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
             return True
         by_hour = {b[0]: b for b in bins}
+        offset = self.bins_seen - len(bins)          # (bins' places in the series, as _judge numbers them)
+        calm = without_bursts(bins, p0, p.burst_hours, p.burst_alpha, None, self._neighbours_memo(), offset,
+                              [n - offset for n in self.lossy])
         calm_by_hour = {b[0]: b for b in calm}
         for days in range(1, p.daily_days + 1):
             back = 24 * days
