@@ -60,6 +60,15 @@ def test_a_checkpoint_that_keeps_growing_is_not_bounded():
     assert wobbling.checkpoints_bounded
 
 
+def test_a_short_lived_child_alive_at_the_last_sample_is_no_leak():
+    # PostgreSQL's tree: an autovacuum or TimescaleDB job worker (17 descriptors) came and went
+    # mid-run, and another was alive when the last sample was taken (the CI soak of session 38).
+    n = 15
+    fds = [80 + (17 if i in (7, n - 1) else 0) for i in range(n)]
+    result = verdict(_samples([500] * n, fds, [0] * n), warm_up_s=0)
+    assert result.fd_growth == {"kafka": 0} and result.steady_handles
+
+
 def test_too_few_samples_after_the_warm_up_is_an_error():
     with pytest.raises(ValueError, match="too few"):
         verdict(_samples([1] * 6, [1] * 6, [0] * 6), warm_up_s=30)

@@ -59,15 +59,22 @@ class Browser:
 
         self.url, self.shots = url.rstrip("/"), shots
         shots.mkdir(parents=True, exist_ok=True)
-        self._playwright = sync_playwright().start()
-        self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        self.page = self._browser.new_page(viewport={"width": 1680, "height": 1050})
-        # Only Superset itself: web fonts or tiles from the internet would stall the page.
-        self.page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(self.url)
-                        or route.request.url.startswith("data:") else route.abort())
         self.answers: list[dict[str, Any]] = []
-        self.page.on("response", self._record)
-        self._log_in(user, password)
+        self._browser = None
+        self._playwright = sync_playwright().start()
+        try:
+            self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            self.page = self._browser.new_page(viewport={"width": 1680, "height": 1050})
+            # Only Superset itself: web fonts or tiles from the internet would stall the page.
+            self.page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(self.url)
+                            or route.request.url.startswith("data:") else route.abort())
+            self.page.on("response", self._record)
+            self._log_in(user, password)
+        except BaseException:
+            # A Playwright left started keeps its event loop running in this thread, and every later
+            # sync_playwright() would fail with "Sync API inside the asyncio loop" instead of its own error.
+            self.close()
+            raise
 
     def _log_in(self, user: str, password: str, attempts: int = 3) -> None:
         """Sign in through Superset's own login form.
@@ -147,8 +154,11 @@ class Browser:
             "nodes => nodes.map(n => n.innerText.trim()).filter(Boolean)")
 
     def close(self) -> None:
-        self._browser.close()
-        self._playwright.stop()
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        finally:
+            self._playwright.stop()
 
 
 def _slice_id(answer: dict[str, Any]) -> int | None:
