@@ -501,6 +501,37 @@ def test_lag_member_signature_one_in_k_runs_degraded():
     assert 3 <= found[0].evidence["lag_k_estimate"] <= 6
 
 
+def _member_loss(rng, k, *, every_flow):
+    """Latency probes losing 0.02 % from day 3 (a step to them), and throughput runs: one in
+    ``k`` collapsed by the same loss while the rest stay clean, or, ``every_flow``, all of them."""
+    onset = T0 + 3 * DAY
+    probes = _loss_series(rng, 9, lambda t: 2e-4 if t >= onset else 1e-6)
+    runs = [run(t, b * 0.03, retransmits=int(rng.integers(800, 3000)))
+            if t >= onset and (every_flow or rng.random() < 1 / k) else run(t, b, retransmits=int(rng.integers(0, 20)))
+            for t, b in throughput_series(rng, 9)]
+    return onset, sorted(probes + runs, key=lambda o: o.t)
+
+
+def test_a_step_the_probes_see_while_most_runs_stay_clean_becomes_the_lag_members_rising_loss():
+    """Probes hashed onto a failing member see its loss, named a step within hours; a step is every
+    flow's loss and would slow every run, so once one run in k collapses while the rest stay clean
+    the step was the member's: it closes as having become the rising loss, dated from its start."""
+    onset, observations = _member_loss(np.random.default_rng(21), 4, every_flow=False)
+    found = detect(observations)
+    step = [a for a in found if a.kind == "loss_step"]
+    rise = [a for a in found if a.kind == "rising_loss"]
+    assert len(step) == 1 and len(rise) == 1, kinds(found)
+    assert step[0].end is not None and rise[0].end is None
+    assert rise[0].start == step[0].start and abs(step[0].start - onset) <= HOUR
+    assert rise[0].evidence["was"] == "loss_step" and 3 <= rise[0].evidence["lag_k_estimate"] <= 6
+
+
+def test_a_step_that_slows_every_run_stays_a_step():
+    onset, observations = _member_loss(np.random.default_rng(21), 4, every_flow=True)
+    found = detect(observations)
+    assert "rising_loss" not in kinds(found) and "loss_step" in kinds(found)
+
+
 def test_a_block_of_degraded_runs_is_not_a_lag_signature_but_the_same_runs_interleaved_are():
     """A throughput drop that came and went leaves a block of bad runs, as many as 1 in 3 of the
     window: a level change, not a LAG member; the same number spread among clean runs is 1 in k."""

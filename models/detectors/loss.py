@@ -30,6 +30,9 @@ of the day. When such runs make up between ``lag_min_frac`` and ``lag_max_frac``
 spread over the day and interleaved with the clean ones (a runs test: a block of degraded runs
 in a row is a level change that came and went, not 1 in k; and the runs right beside them at
 the clean rate: slow too, it is a drop), ``rising_loss`` opens with ``k`` estimated as 1 / fraction.
+A loss step open on the path does not stop it: a step is every flow's loss and would slow every
+run, so with most runs clean the latency probes were hashed onto the failing member, and the
+step closes as having become the rising loss (dated from the step's start when that is earlier).
 They must be more than the path's own outliers explain (a binomial test against its history),
 or the runs that collapsed below ``lag_deep`` of the clean rate — what a flow on a failing member
 does, and a clean path hardly ever — more than its own collapses explain (at least
@@ -803,8 +806,6 @@ class LossDetector(Detector):
         p = self.p
         if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None or obs.stall_s >= p.stall_s:
             return []                      # stalled starts belong to the MTU detector
-        if self.loss_kind == "loss_step":
-            return []                      # every flow loses packets during a step: no 1-in-k to see
         if len(self.clean) < 6:
             self._add_clean(obs)
             return []
@@ -861,16 +862,24 @@ class LossDetector(Detector):
             return []
         k = max(2, round(1 / frac))
         self.lag_open = True
+        # A step the probes saw is every flow's loss, and it would slow every run: with most runs
+        # clean, the probes were on the failing member (the step is this loss, seen from its start).
+        step = self.episodes.get("loss_step") if self.loss_kind == "loss_step" else None
+        if step is not None:
+            self.loss_kind = "rising_loss"
+        became = self.close("loss_step", obs.t, {"became": "rising_loss"}) if step is not None else []
         return self.open(
-            "rising_loss", start=flags[0][0], at=obs.t, severity="warning", score=min(1.0, 0.5 + frac),
+            "rising_loss", start=min(flags[0][0], step.start) if step else flags[0][0], at=obs.t,
+            severity="warning", score=min(1.0, 0.5 + frac),
             summary=f"About 1 in {k} throughput runs degraded ({len(flags)} of {n}: retransmits at "
                     f"{median(r[3] for r in flags):,.0f} vs {clean_retrans:,.0f}, rate "
                     f"{median(r[2] for r in flags) / 1e6:,.0f} vs {clean_bps / 1e6:,.0f} Mb/s) while the rest are clean: "
                     f"the signature of a failing member in a {k}-link aggregate.",
             evidence={"lag_k_estimate": k, "degraded_fraction": round(frac, 3), "degraded_runs": len(flags),
                       "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
-                      "degraded_times": [from_epoch(r[0]) for r in flags][:8]},
-        )
+                      "degraded_times": [from_epoch(r[0]) for r in flags][:8],
+                      **({"was": "loss_step"} if step else {})},
+        ) + became
 
     def _collapses_stand_out(self, flags: list, n: int, clean_bps: float) -> bool:
         """Whether the runs that collapsed (below ``lag_deep`` of the clean rate) are more than the
