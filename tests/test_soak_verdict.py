@@ -69,6 +69,21 @@ def test_a_short_lived_child_alive_at_the_last_sample_is_no_leak():
     assert result.fd_growth == {"kafka": 0} and result.steady_handles
 
 
+def test_postgresql_opening_a_new_chunks_files_is_no_leak_but_a_backend_more_is():
+    # The stream crossed a 7-day chunk boundary: the store's backends opened the new chunks' files.
+    n = 15
+
+    def samples(fds, backends):
+        return [Sample(i * 10.0, {"postgresql": {"rss_kb": 500, "own_kb": 500, "shared_kb": 0, "fds": f, "threads": b},
+                                  "kafka": {"rss_kb": 500, "own_kb": 500, "shared_kb": 0, "fds": f, "threads": 40}},
+                       {"store": 0}, {"store": 1000}, 0) for i, (f, b) in enumerate(zip(fds, backends))]
+    step = [300] * 7 + [358] * 8
+    chunk = verdict(samples(step, [12] * n), warm_up_s=0)
+    assert chunk.fd_growth["postgresql"] == 58 and chunk.leaking("fds") == {"kafka": 58}
+    leak = verdict(samples([300] * n, [12 + i for i in range(n)]), warm_up_s=0)
+    assert leak.leaking("threads") == {"postgresql": 10} and not leak.steady_handles  # 24 against 14
+
+
 def test_too_few_samples_after_the_warm_up_is_an_error():
     with pytest.raises(ValueError, match="too few"):
         verdict(_samples([1] * 6, [1] * 6, [0] * 6), warm_up_s=30)

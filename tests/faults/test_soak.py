@@ -3,7 +3,8 @@
 
 Checked after a 60-s warm-up, from a sample every 5 s: the consumer lag stays bounded (in the
 last fifth it comes back down to no more than its highest before), and no process gains open
-file descriptors or threads. Memory is sampled and reported but judged only by the 30-minute
+file descriptors or threads (PostgreSQL's descriptors, a cache of the relations its backends
+touched, are judged by its backends instead: see ``DESCRIPTOR_CACHES``). Memory is sampled and reported but judged only by the 30-minute
 bench (bench/soak_bench.py, bench/results/soak.json): over three minutes the JVMs are still
 touching their heaps for the first time.
 """
@@ -17,7 +18,7 @@ from datetime import date, timedelta
 import pytest
 
 from tests.faults.matrix import CLI, REPO, stack_env
-from tests.faults.soak import SLACK, Sampler, Stream, verdict
+from tests.faults.soak import Sampler, Stream, verdict
 from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
@@ -68,4 +69,4 @@ def test_consumer_lag_stays_bounded(soak):
 def test_no_process_gains_descriptors_or_threads(soak, kind):
     growth = soak["verdict"].fd_growth if kind == "fds" else soak["verdict"].thread_growth
     assert set(growth) >= {"flink-jobmanager", "flink-taskmanager", "kafka", "postgresql"}
-    assert {name: n for name, n in growth.items() if n > SLACK[kind]} == {}, growth
+    assert soak["verdict"].leaking(kind) == {}, growth
