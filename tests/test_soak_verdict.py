@@ -7,12 +7,15 @@ import pytest
 from tests.faults.soak import Sample, verdict
 
 
-def _samples(rss, fds, lag, every=10.0, shared=None, checkpoint=None):
+def _samples(rss, fds, lag, every=10.0, shared=None, checkpoint=None, threads=None, names=("kafka",)):
+    """Samples of the processes ``names``, all alike."""
     shared = shared or [0] * len(rss)
     checkpoint = checkpoint or [1000] * len(rss)
-    return [Sample(i * every, {"kafka": {"rss_kb": r + m, "own_kb": r, "shared_kb": m, "fds": f, "threads": 40}},
+    threads = threads or [40] * len(rss)
+    return [Sample(i * every, {name: {"rss_kb": r + m, "own_kb": r, "shared_kb": m, "fds": f, "threads": t}
+                               for name in names},
                    {"store": l}, {"store": c}, 0)
-            for i, (r, f, l, m, c) in enumerate(zip(rss, fds, lag, shared, checkpoint))]
+            for i, (r, f, l, m, c, t) in enumerate(zip(rss, fds, lag, shared, checkpoint, threads))]
 
 
 def test_flat_memory_bounded_lag_and_steady_descriptors_pass():
@@ -71,16 +74,12 @@ def test_a_short_lived_child_alive_at_the_last_sample_is_no_leak():
 
 def test_postgresql_opening_a_new_chunks_files_is_no_leak_but_a_backend_more_is():
     # The stream crossed a 7-day chunk boundary: the store's backends opened the new chunks' files.
-    n = 15
-
-    def samples(fds, backends):
-        return [Sample(i * 10.0, {"postgresql": {"rss_kb": 500, "own_kb": 500, "shared_kb": 0, "fds": f, "threads": b},
-                                  "kafka": {"rss_kb": 500, "own_kb": 500, "shared_kb": 0, "fds": f, "threads": 40}},
-                       {"store": 0}, {"store": 1000}, 0) for i, (f, b) in enumerate(zip(fds, backends))]
+    n, both = 15, ("postgresql", "kafka")
     step = [300] * 7 + [358] * 8
-    chunk = verdict(samples(step, [12] * n), warm_up_s=0)
+    chunk = verdict(_samples([500] * n, step, [0] * n, threads=[12] * n, names=both), warm_up_s=0)
     assert chunk.fd_growth["postgresql"] == 58 and chunk.leaking("fds") == {"kafka": 58}
-    leak = verdict(samples([300] * n, [12 + i for i in range(n)]), warm_up_s=0)
+    backends = [12 + i for i in range(n)]
+    leak = verdict(_samples([500] * n, [300] * n, [0] * n, threads=backends, names=("postgresql",)), warm_up_s=0)
     assert leak.leaking("threads") == {"postgresql": 10} and not leak.steady_handles  # 24 against 14
 
 

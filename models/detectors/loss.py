@@ -548,8 +548,7 @@ class LossDetector(Detector):
         if highest < max(p.min_rate, 3 * p0_low) * (1 - 1e-9):
             return []                  # whatever the split, the loss after it is too low (checked below;
                                        # taking bursts out of recent only lowers it)
-        first = self.bins_seen - len(bins)
-        lossy = [n - first for n in self.lossy]      # (the lossy bins' places in bins)
+        first, lossy = self._numbered(bins)
         if maybe_bursts:             # (the reference's loss without its bursts': only its sum is read)
             for i, lost in bursts(reference, p.rate_floor, p.burst_hours, p.burst_alpha, ref_rates,
                                   self._neighbours_memo(), first, [i for i in lossy if i < len(reference)]):
@@ -643,6 +642,12 @@ class LossDetector(Detector):
         p0_low = max((ref_lost - maybe_bursts) / ref_sent if ref_sent else 0.0, p.rate_floor)
         return self.tail_bound < max(p.min_rate, 3 * p0_low) * (1 - 1e-9)
 
+    def _numbered(self, bins: list[tuple[int, int, int]]) -> tuple[int, list[int]]:
+        """The number of ``bins``' first bin in the path's series (``bins`` being the history) and
+        the lossy bins' places in ``bins``: what :func:`bursts` and :func:`without_bursts` memoise by."""
+        first = self.bins_seen - len(bins)
+        return first, [n - first for n in self.lossy]
+
     def _neighbours_memo(self) -> dict:
         """without_bursts' memo, rid of the hours that left the history when it has grown large."""
         memo = self.neighbours
@@ -705,9 +710,8 @@ class LossDetector(Detector):
         if self.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
             return True
         by_hour = {b[0]: b for b in bins}
-        offset = self.bins_seen - len(bins)          # (bins' places in the series, as _judge numbers them)
-        calm = without_bursts(bins, p0, p.burst_hours, p.burst_alpha, None, self._neighbours_memo(), offset,
-                              [n - offset for n in self.lossy])
+        calm = without_bursts(bins, p0, p.burst_hours, p.burst_alpha, None, self._neighbours_memo(),
+                              *self._numbered(bins))
         calm_by_hour = {b[0]: b for b in calm}
         for days in range(1, p.daily_days + 1):
             back = 24 * days
@@ -865,12 +869,12 @@ class LossDetector(Detector):
         # A step the probes saw is every flow's loss, and it would slow every run: with most runs
         # clean, the probes were on the failing member (the step is this loss, seen from its start).
         step = self.episodes.get("loss_step") if self.loss_kind == "loss_step" else None
+        start, became = flags[0][0], []
         if step is not None:
             self.loss_kind = "rising_loss"
-        became = self.close("loss_step", obs.t, {"became": "rising_loss"}) if step is not None else []
+            start, became = min(start, step.start), self.close("loss_step", obs.t, {"became": "rising_loss"})
         return self.open(
-            "rising_loss", start=min(flags[0][0], step.start) if step else flags[0][0], at=obs.t,
-            severity="warning", score=min(1.0, 0.5 + frac),
+            "rising_loss", start=start, at=obs.t, severity="warning", score=min(1.0, 0.5 + frac),
             summary=f"About 1 in {k} throughput runs degraded ({len(flags)} of {n}: retransmits at "
                     f"{median(r[3] for r in flags):,.0f} vs {clean_retrans:,.0f}, rate "
                     f"{median(r[2] for r in flags) / 1e6:,.0f} vs {clean_bps / 1e6:,.0f} Mb/s) while the rest are clean: "
@@ -878,7 +882,7 @@ class LossDetector(Detector):
             evidence={"lag_k_estimate": k, "degraded_fraction": round(frac, 3), "degraded_runs": len(flags),
                       "runs": n, "clean_bps": round(clean_bps), "clean_retransmits": clean_retrans,
                       "degraded_times": [from_epoch(r[0]) for r in flags][:8],
-                      **({"was": "loss_step"} if step else {})},
+                      **({"was": "loss_step"} if step is not None else {})},
         ) + became
 
     def _collapses_stand_out(self, flags: list, n: int, clean_bps: float) -> bool:

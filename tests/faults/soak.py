@@ -8,9 +8,9 @@ the samples after the warm-up: growth of memory (the median of the last fifth ag
 median of the fifth that follows the warm-up), of descriptors and threads (the fewest of the
 last fifth against the most of the first fifth after warm-up: a leak holds what it took, while a
 short-lived child that happens to be alive at one sample, PostgreSQL's autovacuum or a
-TimescaleDB job worker with its dozen descriptors, does not; PostgreSQL's descriptors, a cache of
-the relations its backends touched, are judged by its backends: ``DESCRIPTOR_CACHES``), and whether the lag and each job's
-checkpoint stayed bounded. The lag is a sawtooth (each job commits at its checkpoints, the
+TimescaleDB job worker with its dozen descriptors, does not; PostgreSQL's descriptors, a cache
+of the relations its backends touched, are judged by its backends: ``DESCRIPTOR_CACHES``), and
+whether the lag and each job's checkpoint stayed bounded. The lag is a sawtooth (each job commits at its checkpoints, the
 store every 10 s), so one sample in the last fifth may be its highest by chance: the lag is
 bounded when it came back down in the last fifth, at least once, to no more than its highest
 before — a lag that runs away never does (one rising slower than a tooth per sample is

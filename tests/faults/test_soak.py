@@ -4,9 +4,9 @@
 Checked after a 60-s warm-up, from a sample every 5 s: the consumer lag stays bounded (in the
 last fifth it comes back down to no more than its highest before), and no process gains open
 file descriptors or threads (PostgreSQL's descriptors, a cache of the relations its backends
-touched, are judged by its backends instead: see ``DESCRIPTOR_CACHES``). Memory is sampled and reported but judged only by the 30-minute
-bench (bench/soak_bench.py, bench/results/soak.json): over three minutes the JVMs are still
-touching their heaps for the first time.
+touched, are judged by its backends instead: see ``DESCRIPTOR_CACHES``). Memory is sampled and
+reported but judged only by the 30-minute bench (bench/soak_bench.py, bench/results/soak.json):
+over three minutes the JVMs are still touching their heaps for the first time.
 """
 
 from __future__ import annotations
