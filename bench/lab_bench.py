@@ -8,8 +8,8 @@ read back. Writes bench/results/lab.json: per scenario the detected kind, its de
 injection (lab hours, and real seconds until the row was stored) and every other anomaly the
 run raised; for the benign runs, their anomalies are the false alarms.
 
-The CI version is tests/lab/test_scenarios.py (route_change, host_dark and benign at 900×).
-Usage: python bench/lab_bench.py [--factor 600] [--scenarios route_change,benign]
+The CI version is tests/lab/test_scenarios.py: the short version of every scenario at 900× (`--short`).
+Usage: python bench/lab_bench.py [--factor 600] [--scenarios route_change,benign] [--short]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factor", type=float, default=600.0)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--short", action="store_true", help="the short versions (the CI's), not the full runs")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "lab.json")
     args = parser.parse_args()
 
@@ -48,7 +49,7 @@ def main() -> None:
             print(f"[{time.monotonic() - started:6.0f} s] {name}", flush=True)
             fresh = ["--fresh"] if number == 0 else []  # no state an earlier run of the test stack left
             done = subprocess.run([*CLI, "lab", "scenario", name, "--factor", f"{args.factor:g}", "--home", str(home),
-                                   *fresh], env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
+                                   *fresh, *(["--short"] if args.short else [])], env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
             lines = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
             outcome = next((o for o in reversed(lines) if o["scenario"] == name), None)
             if outcome is None:
@@ -65,6 +66,7 @@ def main() -> None:
     result = {
         "machine": "2 cores, 24 GiB; the whole stack and the lab on it",
         "factor": args.factor,
+        "version": "short" if args.short else "full",
         "detected": f"{sum(o['passed'] for o in faults)} of {len(faults)} faults",
         "benign_false_alarms": sum(len(o.get("false_alarms", [])) for o in benign),
         "other_anomalies_in_fault_runs": sum(len(o.get("false_alarms", [])) for o in faults),

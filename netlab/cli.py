@@ -116,6 +116,7 @@ def fault(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole
 def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_hole, lag_member_loss, small_buffers, firewall_loss, host_dark, saturation, benign, benign_flaky_router or benign_bursts.")],
              factor: Annotated[float, typer.Option(help="Lab seconds per real second (the compressed clock).")] = 600.0,
              fresh: Annotated[bool, typer.Option("--fresh", help="Restart the pipeline jobs afresh (savepoints and checkpoints discarded) and the lab clock with them.")] = False,
+             short: Annotated[bool, typer.Option("--short", help="The short version (the CI's): a baseline of 8 to 26 lab hours, as the detectors need, and the fault phase ending once the fault is named.")] = False,
              home: Home = None) -> None:
     """Run a scenario: the lab's collectors measure, the fault comes and goes, the pipeline judges.
 
@@ -151,13 +152,15 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     try:
         if not lab.namespaces():
             lab.up(_say)
-        outcome = run(SCENARIOS[name], lab, settings, factor, report=_say)
+        chosen = SCENARIOS[name].shortened() if short else SCENARIOS[name]
+        outcome = run(chosen, lab, settings, factor, report=_say)
     except (LabError, RuntimeError) as error:
         _fail(error)
     path = results_path(config.home)
     with path.open("a") as file:
         file.write(json.dumps(outcome.to_dict()) + "\n")
-    _say(f"{name}: {'PASSED' if outcome.passed else 'FAILED'} — {outcome.records} records ({outcome.late} late), "
+    _say(f"{name}{' (short)' if short else ''}: {'PASSED' if outcome.passed else 'FAILED'} — {outcome.lab_hours:g} lab hours, "
+         f"{outcome.records} records ({outcome.late} late), "
          f"{len(outcome.false_alarms)} other anomalies; written to {path}")
     for alarm in outcome.false_alarms:
         _say(f"  other: {alarm['kind']} {alarm['source']}→{alarm['destination']} from {alarm['start']}: {alarm['summary']}")

@@ -32,7 +32,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pathwatch.models.incidents import path_key
@@ -67,31 +67,56 @@ class Scenario:
                                                     # injection (one-off bursts)
     setup: tuple[str, dict] | None = None   # a fault in force for the whole run, baseline included:
                                             # part of the network the detectors learn, not the fault
+    short: tuple[float, float, float] = (26.0, 4.0, 0.5)   # the short version's (baseline_h, fault_h, after_h)
+    version: str = "full"               # "short": the phases of ``short`` (see :meth:`shortened`)
+
+    def shortened(self) -> "Scenario":
+        """The short version (CI's): the phases of ``short``, the fault phase ending once the fault is
+        named (a benign run keeps its whole length: its result is that nothing was named).
+
+        >>> short = SCENARIOS["route_change"].shortened()
+        >>> (short.baseline_h, short.fault_h, short.after_h, short.until_named)
+        (26.0, 4.0, 0.5, True)
+        """
+        baseline_h, fault_h, after_h = self.short
+        return replace(self, baseline_h=baseline_h, fault_h=fault_h, after_h=after_h, version="short")
+
+    @property
+    def until_named(self) -> bool:
+        """Whether the fault phase ends as soon as the fault is named (a short version's)."""
+        return self.version == "short" and bool(self.expect)
 
 
+# Short versions (``short``): the routes' and the throughput tests' detectors learn for a day or for
+# several runs, the others within hours. A route change and the runs that must stay quiet after a
+# day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
+# first day without question); the rest measure 8 to 14 hours first. A fault's phase is as long
+# as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
+# apart; a daily pattern: two afternoons) and ends as soon as the fault is named.
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
     Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
-             expect=("mtu_blackhole",)),
+             expect=("mtu_blackhole",), short=(8.0, 6.0, 0.5)),
     Scenario("lag_member_loss", "one aggregate member drops a rising share, 0.5 % to 4 % (flows hashed onto it "
              "suffer)", "lag_member_loss", {"member": "0"}, expect=("rising_loss", "loss_step"),
-             ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0),
+             ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0, short=(8.0, 40.0, 0.5)),
     Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
-             expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0),
+             expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0, short=(8.0, 32.0, 0.5)),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
-             expect=("loss_step",), fault_h=24.0),
+             expect=("loss_step",), fault_h=24.0, short=(8.0, 16.0, 0.5)),
     # The link is faster than two of the lab's own throughput tests at once (200 Mbit/s each), so
     # that only the cross traffic fills its queue, as on a real path whose tests do not saturate it.
     Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
              "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
              expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             busy_hours=(13.0, 18.0), fault_h=96.0),
+             busy_hours=(13.0, 18.0), fault_h=96.0, short=(8.0, 60.0, 0.5)),
     Scenario("benign_bursts", "benign: the same 500 Mbit/s link; a bulk transfer a2→b2 fills it three times, "
              "for 1 to 2 lab hours, at no time of day in particular", "cross_traffic", {"from": "a2", "to": "b2"},
              setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0),
-    Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2"),
-    Scenario("benign", "no fault: the lab as it is", None),
+             bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0, short=(14.0, 12.0, 0.5)),
+    Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2",
+             short=(8.0, 3.0, 0.5)),
+    Scenario("benign", "no fault: the lab as it is", None, short=(26.0, 2.0, 0.5)),
     Scenario("benign_flaky_router", "benign: rp answers about 95 % of trace probes", "flaky_router",
              {"percent": "5"}),
 )}  # fmt: skip
@@ -115,11 +140,13 @@ class Outcome:
     tag: str
     factor: float
     expected: tuple[str, ...]
+    version: str = "full"                   # or "short" (:meth:`Scenario.shortened`)
     injected_lab: str | None = None
     detected: dict | None = None            # the first anomaly of an expected kind on an affected path
     delay_lab_h: float | None = None        # from the injection to its start
     delay_real_s: float | None = None       # from the injection until its row was there
     false_alarms: list[dict] = field(default_factory=list)
+    lab_hours: float = 0.0                  # lab time the collectors measured
     records: int = 0
     late: int = 0                           # of them, stored but not analysed (arrived after their path moved on)
     seconds: float = 0.0
@@ -175,7 +202,7 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     if lab_origin + 1.5 * total_lab_s + 86400 > started:  # with room for a run that overruns its plan
         raise RuntimeError(f"the lab clock has caught up with the wall clock (the last run ended at lab "
                            f"{from_epoch(int(last_end))}): `pathwatch lab scenario --fresh` starts it anew")
-    outcome = Outcome(scenario.name, tag, factor, scenario.expect)
+    outcome = Outcome(scenario.name, tag, factor, scenario.expect, scenario.version)
     log = (lab.state_dir / f"collectors-{tag}.log").open("wb")
     collectors = subprocess.Popen([sys.executable, "-m", "pathwatch.netlab.collectors", "--state", str(lab.state_dir),
                                    "--tag", tag, "--bootstrap", settings.bootstrap, "--topic", settings.topics["raw"],
@@ -186,7 +213,9 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         raise RuntimeError(f"the lab's collectors did not start: see {log.name}")
     report(f"{scenario.name} [{tag}]: hosts *.{tag}.lab measuring at {factor:g}× "
            f"({phases[0]:g} h baseline, {phases[1]:g} h fault, {phases[2]:g} h after, lab time; "
-           f"{total_lab_s / factor / 60:.1f} min real)")  # fmt: skip
+           f"{total_lab_s / factor / 60:.1f} min real"
+           + ("; the short version: the fault phase ends once the fault is named" if scenario.until_named else "")
+           + ")")  # fmt: skip
     injected_real = None
     try:
         if scenario.setup:      # (the collectors' first tests, a moment before, are not faster than the link)
@@ -198,6 +227,7 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
         # a scheduled fault (busy hours, bursts) is switched within 10 lab minutes of each span's ends
         scheduled = bool(scenario.busy_hours or scenario.bursts)
         tick = min(poll_s, 600 / factor) if scheduled else poll_s
+        named = False
         for index, step in enumerate(steps):
             params = {**scenario.params, **step}
             if index == 0:       # the injection begins with its first command (applying takes a second or two)
@@ -227,6 +257,12 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
                 if time.time() - judged >= poll_s or time.time() >= end_step:
                     _judge(outcome, scenario, settings, injected_real, report)
                     judged = time.time()
+                    named = scenario.until_named and outcome.detected is not None
+                    if named:
+                        break
+            if named:
+                report(f"{scenario.name} [{tag}]: named: the fault phase ends here (a short version)")
+                break
         if scenario.fault and scenario.fault in lab.faults:
             lab.fault(scenario.fault, on=False)
             report(f"{scenario.name} [{tag}]: {scenario.fault} removed")
@@ -234,6 +270,7 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     finally:
         collectors.terminate()
         collectors.wait(120)
+        outcome.lab_hours = round((time.time() - started) * factor / 3600, 1)
         _save_end(lab.state_dir, lab_origin + (time.time() - started) * factor)
         for fault in (scenario.fault, scenario.setup[0] if scenario.setup else None):
             if fault and fault in lab.faults:
