@@ -67,6 +67,8 @@ class Scenario:
                                                     # injection (one-off bursts)
     setup: tuple[str, dict] | None = None   # a fault in force for the whole run, baseline included:
                                             # part of the network the detectors learn, not the fault
+    inject_at_h: float | None = None    # the lab hour of day (UTC) to inject at: the run's lab clock
+                                        # starts later (never earlier) to make it so
     short: tuple[float, float, float] = (26.0, 4.0, 0.5)   # the short version's (baseline_h, fault_h, after_h)
     version: str = "full"               # "short": the phases of ``short`` (see :meth:`shortened`)
 
@@ -92,7 +94,8 @@ class Scenario:
 # day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
 # first day without question); the rest measure 8 to 14 hours first. A fault's phase is as long
 # as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
-# apart; a daily pattern: two afternoons) and ends as soon as the fault is named.
+# apart; a daily pattern: two afternoons, the first an hour after the injection) and ends as soon
+# as the fault is named.
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
     Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
@@ -109,11 +112,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
              "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
              expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             busy_hours=(13.0, 18.0), fault_h=96.0, short=(8.0, 60.0, 0.5)),
+             busy_hours=(13.0, 18.0), inject_at_h=12.0, fault_h=96.0, short=(8.0, 40.0, 0.5)),
     Scenario("benign_bursts", "benign: the same 500 Mbit/s link; a bulk transfer a2→b2 fills it three times, "
              "for 1 to 2 lab hours, at no time of day in particular", "cross_traffic", {"from": "a2", "to": "b2"},
              setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0, short=(14.0, 12.0, 0.5)),
+             bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0, short=(8.0, 12.0, 0.5)),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2",
              short=(8.0, 3.0, 0.5)),
     Scenario("benign", "no fault: the lab as it is", None, short=(26.0, 2.0, 0.5)),
@@ -199,6 +202,8 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     started = time.time()
     last_end = _last_end(lab.state_dir)
     lab_origin = last_end + 3600 if last_end else started - FIRST_RUN_DAYS * 86400
+    if scenario.inject_at_h is not None:   # (the collectors take a second or two real to start, so a bit later)
+        lab_origin += until_hour_of_day(lab_origin + scenario.baseline_h * 3600, scenario.inject_at_h)
     if lab_origin + 1.5 * total_lab_s + 86400 > started:  # with room for a run that overruns its plan
         raise RuntimeError(f"the lab clock has caught up with the wall clock (the last run ended at lab "
                            f"{from_epoch(int(last_end))}): `pathwatch lab scenario --fresh` starts it anew")
@@ -280,6 +285,15 @@ def run(scenario: Scenario, lab, settings, factor: float = 600.0,
     outcome.records, outcome.late = _records(settings.database_url, tag)
     outcome.seconds = round(time.time() - started, 1)
     return outcome
+
+
+def until_hour_of_day(t: float, hour: float) -> float:
+    """Seconds from ``t`` (epoch s) to the next ``hour`` of the day, UTC (0 when it is that hour).
+
+    >>> until_hour_of_day(86400 + 10 * 3600, 12.0) / 3600, until_hour_of_day(86400 + 13 * 3600, 12.0) / 3600
+    (2.0, 23.0)
+    """
+    return (hour * 3600 - t) % 86400
 
 
 def in_schedule(scenario: Scenario, lab_t: float, since_injection_h: float) -> bool:

@@ -14,14 +14,30 @@ pathwatch must still find every kind and beat the WLCG/OSG rules on F1 and on fa
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
 from pathwatch.evaluation.metrics import ALL
 from pathwatch.evaluation.scorecard import FALSE_ALARMS_PER_100_PATH_DAYS, score_seed
 
 HELD_OUT_SEED = 6262
 
 
-def test_simulated_mesh_detection_quality(tmp_path):
-    result = score_seed(HELD_OUT_SEED, tmp_path, hosts=7, days=21, benign=False)
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory):
+    """The seed scored without and with the benign catalogue, both at once (a process each: CI has
+    two cores, and each scoring is a few minutes of one)."""
+    clean, benign = tmp_path_factory.mktemp("clean"), tmp_path_factory.mktemp("benign")
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        without = pool.submit(score_seed, HELD_OUT_SEED, clean, hosts=7, days=21, benign=False)
+        with_benign = pool.submit(score_seed, HELD_OUT_SEED, benign, hosts=7, days=21)
+        return {"clean": without.result(), "benign": with_benign.result()}
+
+
+def test_simulated_mesh_detection_quality(scores):
+    result = scores["clean"]
     ours, wlcg = result.ours, result.baseline
     labelled = [kind for kind, s in ours.items() if s.labels and kind != ALL]
     assert len(labelled) == 11, f"the simulator labelled only {sorted(labelled)}"
@@ -38,8 +54,8 @@ def test_simulated_mesh_detection_quality(tmp_path):
     assert route.delay_max_s <= 4.25 * result.trace_interval_s, "a silent router must be found by its 4th trace"
 
 
-def test_detection_on_a_mesh_with_benign_behaviours_beats_the_wlcg_rules(tmp_path):
-    result = score_seed(HELD_OUT_SEED, tmp_path, hosts=7, days=21)
+def test_detection_on_a_mesh_with_benign_behaviours_beats_the_wlcg_rules(scores):
+    result = scores["benign"]
     ours, grouped, wlcg = result.ours, result.grouped, result.baseline
     labelled = [kind for kind, s in ours.items() if s.labels and kind != ALL]
     assert len(labelled) == 11, f"the simulator labelled only {sorted(labelled)}"
