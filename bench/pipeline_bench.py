@@ -38,7 +38,8 @@ TaskManager JVM spends its first minute or two compiling (the C2 JIT thread took
 TaskManager's CPU in the first minute of a one-week flood), so a shorter flood measures the
 compiler more than the pipeline.
 
-Writes bench/results/pipeline.json. Usage: python bench/pipeline_bench.py [--hosts 7 --days 28 --paced-fraction 0.3 --paced-rate 300]
+Writes bench/results/pipeline.json, with a verdict on issue 17's targets (``pipeline_verdict.py``:
+by how much each is missed, which stage holds it back, the per-stage CPU budget). Usage: python bench/pipeline_bench.py [--hosts 7 --days 28 --paced-fraction 0.3 --paced-rate 300]
 """
 
 from __future__ import annotations
@@ -157,6 +158,10 @@ def main() -> None:
             _summary(paced),
         "target": {"records_per_s": 10000, "p99_latency_s": 5},
     }
+    from pipeline_verdict import verdict   # (bench/ is on sys.path as the script's folder)
+
+    live_path = REPO / "bench" / "results" / "live.json"
+    result["verdict"] = verdict(result, json.loads(live_path.read_text()) if live_path.exists() else None)
     out = REPO / "bench" / "results" / "pipeline.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
