@@ -65,11 +65,15 @@ def open_tun(name: str) -> int:
     return fd
 
 
-def place(name: str, namespace: str, address: str, peer: str, mtu: int) -> None:
-    """Move the device into ``namespace`` and give it ``address`` with ``peer`` at the other end."""
+def place(name: str, namespace: str, address: str, peer: str, mtu: int, queue: int = 5000) -> None:
+    """Move the device into ``namespace`` and give it ``address`` with ``peer`` at the other end, and
+    a queue of ``queue`` packets for this process to read from (the kernel's default, 500, overflows
+    whenever the machine keeps this process from running for a few ms while the lab's own tests
+    send at hundreds of Mbit/s: the lab then loses packets no fault dropped)."""
     for argv in (["ip", "link", "set", name, "netns", namespace],
                  ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{address}/32", "peer", f"{peer}/32", "dev", name],
-                 ["ip", "netns", "exec", namespace, "ip", "link", "set", name, "mtu", str(mtu), "up"]):  # fmt: skip
+                 ["ip", "netns", "exec", namespace, "ip", "link", "set", name, "mtu", str(mtu), "txqueuelen", str(queue),
+                  "up"]):  # fmt: skip
         subprocess.run(argv, check=True, capture_output=True, timeout=30)
 
 
@@ -117,13 +121,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--b", required=True, type=_end, help="NAMESPACE:DEVICE:ADDRESS of the other")
     parser.add_argument("--delay-ms", type=float, required=True)
     parser.add_argument("--mtu", type=int, default=9000)
+    parser.add_argument("--queue", type=int, default=5000, help="packets each device queues for this process")
     parser.add_argument("--nice", type=int, default=-15, help="its nice value (below 0: ahead of the machine's work)")
     args = parser.parse_args(argv)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     fds = (open_tun(args.a[1]), open_tun(args.b[1]))
-    place(args.a[1], args.a[0], args.a[2], args.b[2], args.mtu)
-    place(args.b[1], args.b[0], args.b[2], args.a[2], args.mtu)
+    place(args.a[1], args.a[0], args.a[2], args.b[2], args.mtu, args.queue)
+    place(args.b[1], args.b[0], args.b[2], args.a[2], args.mtu, args.queue)
     raise_priority(args.nice)
     print("ready", flush=True)
     try:
