@@ -48,8 +48,9 @@ def main() -> None:
         for number, name in enumerate(args.scenarios.split(",")):
             print(f"[{time.monotonic() - started:6.0f} s] {name}", flush=True)
             fresh = ["--fresh"] if number == 0 else []  # no state an earlier run of the test stack left
+            version = ["--short"] if args.short else []
             done = subprocess.run([*CLI, "lab", "scenario", name, "--factor", f"{args.factor:g}", "--home", str(home),
-                                   *fresh, *(["--short"] if args.short else [])], env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
+                                   *fresh, *version], env=env, cwd=REPO, text=True, stderr=subprocess.PIPE, timeout=3600)  # fmt: skip
             lines = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
             outcome = next((o for o in reversed(lines) if o["scenario"] == name), None)
             if outcome is None:

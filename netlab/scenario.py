@@ -92,7 +92,7 @@ class Scenario:
 # Short versions (``short``): the routes' and the throughput tests' detectors learn for a day or for
 # several runs, the others within hours. A route change and the runs that must stay quiet after a
 # day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
-# first day without question); the rest measure 8 to 14 hours first. A fault's phase is as long
+# first day without question); the rest measure 8 hours first. A fault's phase is as long
 # as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
 # apart; a daily pattern: two afternoons, the first an hour after the injection) and ends as soon
 # as the fault is named.
