@@ -131,10 +131,13 @@ def main(argv: list[str] | None = None) -> None:
     place(args.b[1], args.b[0], args.b[2], args.a[2], args.mtu, args.queue)
     raise_priority(args.nice)
     print("ready", flush=True)
+    line = DelayLine(args.delay_ms / 1000)
     try:
-        serve(fds, DelayLine(args.delay_ms / 1000), lambda: bool(stopping))
+        serve(fds, line, lambda: bool(stopping))
     except OSError as error:  # a device went away with its namespace
         print(f"delay line {args.a[1]}: {error.strerror or error}: stopping", file=sys.stderr)
+    finally:  # (its own drops: a full queue, a device that would not take a packet; the log says them)
+        print(f"delay line {args.a[1]}: {line.dropped} packets dropped", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

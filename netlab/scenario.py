@@ -94,8 +94,9 @@ class Scenario:
 # day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
 # first day without question); the rest measure 8 hours first. A fault's phase is as long
 # as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
-# apart; a daily pattern: two afternoons, the first an hour after the injection) and ends as soon
-# as the fault is named.
+# apart; a daily pattern: two afternoons, the injection at 06:00 — a baseline at night, so that
+# its noisy hours cannot widen the busy hours back to before the injection) and ends as soon as
+# the fault is named.
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
     Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
@@ -112,7 +113,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
              "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
              expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             busy_hours=(13.0, 18.0), inject_at_h=12.0, fault_h=96.0, short=(8.0, 40.0, 0.5)),
+             busy_hours=(13.0, 18.0), inject_at_h=6.0, fault_h=96.0, short=(8.0, 44.0, 0.5)),
     Scenario("benign_bursts", "benign: the same 500 Mbit/s link; a bulk transfer a2→b2 fills it three times, "
              "for 1 to 2 lab hours, at no time of day in particular", "cross_traffic", {"from": "a2", "to": "b2"},
              setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
