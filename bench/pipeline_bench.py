@@ -158,10 +158,9 @@ def main() -> None:
             _summary(paced),
         "target": {"records_per_s": 10000, "p99_latency_s": 5},
     }
-    from pipeline_verdict import verdict   # (bench/ is on sys.path as the script's folder)
+    from pipeline_verdict import live_figures, verdict   # (bench/ is on sys.path as the script's folder)
 
-    live_path = REPO / "bench" / "results" / "live.json"
-    result["verdict"] = verdict(result, json.loads(live_path.read_text()) if live_path.exists() else None)
+    result["verdict"] = verdict(result, live_figures(REPO / "bench" / "results"))
     out = REPO / "bench" / "results" / "pipeline.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

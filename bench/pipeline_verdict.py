@@ -71,19 +71,22 @@ def verdict(pipeline: dict, live: dict | None = None) -> dict:
         "targets": targets,
         "cpu_us_per_record": {"budget_at_target": round(budget, 1), "measured": busy,
                               "must_shrink_by_factor": round(busy / budget, 1)},
-        "holds_back": {"stage": slowest, "records_per_s_alone": table[slowest]["records_per_s_alone"],
-                       "cpu_us_per_record": stages[slowest],
-                       "budget_us_per_record_at_target": table[slowest]["budget_us_per_record_at_target"]},
+        "holds_back": {"stage": slowest, **table[slowest]},
         "stages": table,
     }
 
 
+def live_figures(results: Path) -> dict | None:
+    """``live.json``'s figures in the folder ``results``, or None when the live bench never ran."""
+    path = results / "live.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def main() -> None:
     results = Path(__file__).resolve().parent / "results"
-    pipeline_path, live_path = results / "pipeline.json", results / "live.json"
+    pipeline_path = results / "pipeline.json"
     pipeline = json.loads(pipeline_path.read_text())
-    live = json.loads(live_path.read_text()) if live_path.exists() else None
-    pipeline["verdict"] = verdict(pipeline, live)
+    pipeline["verdict"] = verdict(pipeline, live_figures(results))
     pipeline_path.write_text(json.dumps(pipeline, indent=2) + "\n")
     json.dump(pipeline["verdict"], sys.stdout, indent=2)
     print()
