@@ -134,7 +134,7 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     from pathwatch.streaming.settings import from_stack
 
     from .apply import LabError
-    from .scenario import SCENARIOS, results_path, run
+    from .scenario import SCENARIOS, hourly_table, results_path, run
 
     if name not in SCENARIOS:
         _fail(ValueError(f"no scenario {name!r}; the lab has {', '.join(SCENARIOS)}"))
@@ -165,4 +165,9 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     for alarm in outcome.false_alarms:
         _say(f"  other: {alarm['kind']} {alarm['source']}→{alarm['destination']} from {alarm['start']}: {alarm['summary']}")
     if not outcome.passed:
+        if outcome.expected:    # what the fault's paths measured, to see why nothing named it
+            _say(f"{name}: the fault's paths per lab hour (latency tests' median p95 queueing and loss; throughput runs):")
+            for row in hourly_table(settings.database_url, chosen, outcome.tag):
+                _say("  {lab_hour}  tests {tests:2d}  p95 queueing {p95_queueing_ms} ms  loss {loss_pct} %  "
+                     "runs {runs}  {mbps} Mb/s".format(**row))
         raise typer.Exit(EXIT_FAILED)

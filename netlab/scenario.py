@@ -94,9 +94,9 @@ class Scenario:
 # day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
 # first day without question); the rest measure 8 hours first. A fault's phase is as long
 # as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
-# apart; a daily pattern: two afternoons, the injection at 06:00 — a baseline at night, so that
-# its noisy hours cannot widen the busy hours back to before the injection) and ends as soon as
-# the fault is named.
+# apart; a daily pattern: two afternoons, and a third in the phase for when a busy machine blurred
+# the first; the injection at 06:00, a baseline at night, so that its noisy hours cannot widen the
+# busy hours back to before the injection) and ends as soon as the fault is named.
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("route_change", "site-to-site traffic moves to the backup path", "route_change", expect=("route_change",)),
     Scenario("mtu_black_hole", "a 1500-byte link between 9000-byte hosts, ICMP frag-needed dropped", "mtu_black_hole",
@@ -110,13 +110,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              expect=("loss_step",), fault_h=24.0, short=(8.0, 16.0, 0.5)),
     # The link is faster than two of the lab's own throughput tests at once (200 Mbit/s each), so
     # that only the cross traffic fills its queue, as on a real path whose tests do not saturate it.
-    Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 20 ms queue; every lab afternoon (13–18 h) a "
+    Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 40 ms queue; every lab afternoon (13–18 h) a "
              "bulk transfer a2→b2 (4 TCP streams) fills it", "cross_traffic", {"from": "a2", "to": "b2"},
-             expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
-             busy_hours=(13.0, 18.0), inject_at_h=6.0, fault_h=96.0, short=(8.0, 44.0, 0.5)),
+             expect=("diurnal_saturation",), setup=("saturation", {"rate_mbit": "500", "queue_ms": "40"}),
+             busy_hours=(13.0, 18.0), inject_at_h=6.0, fault_h=96.0, short=(8.0, 68.0, 0.5)),
     Scenario("benign_bursts", "benign: the same 500 Mbit/s link; a bulk transfer a2→b2 fills it three times, "
              "for 1 to 2 lab hours, at no time of day in particular", "cross_traffic", {"from": "a2", "to": "b2"},
-             setup=("saturation", {"rate_mbit": "500", "queue_ms": "20"}),
+             setup=("saturation", {"rate_mbit": "500", "queue_ms": "40"}),
              bursts=((2.0, 3.0), (9.5, 11.5), (19.0, 20.5)), fault_h=24.0, short=(8.0, 12.0, 0.5)),
     Scenario("host_dark", "b2 goes dark", "host_dark", {"host": "b2"}, expect=("unreachable", "no_data"), touches="b2",
              short=(8.0, 3.0, 0.5)),
@@ -189,6 +189,59 @@ def _records(database_url: str, tag: str) -> tuple[int, int]:
         late = connection.execute("SELECT count(*) FROM dead_letters WHERE stage = 'detect' AND reason LIKE 'late%%' "
                                   "AND input LIKE %s", (f"%.{tag}.lab%",)).fetchone()[0]  # fmt: skip
     return stored, late
+
+
+def hourly_table(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
+    """What the fault's paths measured, per lab hour (:func:`by_lab_hour`, read from the store) —
+    the table a run that did not name its fault is read by (``lab scenario`` prints it)."""
+    import psycopg
+
+    pattern = f"%.{tag}.lab"
+    with psycopg.connect(database_url) as connection:
+        latency = connection.execute(
+            "SELECT date_trunc('hour', time), source, destination, delay_p95_ms - delay_min_ms, packets_lost, "
+            "packets_sent FROM latency WHERE source LIKE %s", (pattern,)).fetchall()  # fmt: skip
+        throughput = connection.execute(
+            "SELECT date_trunc('hour', time), source, destination, throughput_bps FROM throughput WHERE source LIKE %s",
+            (pattern,)).fetchall()  # fmt: skip
+    return by_lab_hour(latency, throughput, lambda source, destination: affected(scenario, tag, source, destination))
+
+
+def by_lab_hour(latency: list[tuple], throughput: list[tuple], chosen: Callable[[str, str], bool]) -> list[dict]:
+    """Per hour, the ``chosen`` paths' latency tests (their median 95th-percentile queueing, p95
+    above the test's minimum delay, and their loss) and throughput runs (median rate).
+
+    ``latency`` rows: (hour, source, destination, p95 queueing ms, packets lost, packets sent);
+    ``throughput`` rows: (hour, source, destination, bits/s).
+
+    >>> rows = by_lab_hour([("01h", "a", "b", 30.0, 1, 100), ("01h", "a", "b", 10.0, 0, 100), ("01h", "a", "a2", 99.0, 0, 100)],
+    ...                    [("02h", "a", "b", 2e8)], lambda source, destination: destination == "b")
+    >>> [(r["lab_hour"], r["tests"], r["p95_queueing_ms"], r["loss_pct"], r["runs"], r["mbps"]) for r in rows]
+    [('01h', 2, 20.0, 0.5, 0, None), ('02h', 0, None, None, 1, 200.0)]
+    """
+    import statistics
+
+    hours: dict = {}
+    for hour, source, destination, queueing, lost, sent in latency:
+        if chosen(source, destination):
+            row = hours.setdefault(hour, {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})
+            row["tests"] += 1
+            if queueing is not None:
+                row["queueing"].append(queueing)
+            row["lost"] += lost or 0
+            row["sent"] += sent or 0
+    for hour, source, destination, bps in throughput:
+        if chosen(source, destination) and bps is not None:
+            hours.setdefault(hour, {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})["mbps"].append(bps / 1e6)
+
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 1) if values else None
+
+    return [{"lab_hour": f"{hour:%Y-%m-%d %H}h" if hasattr(hour, "strftime") else str(hour),
+             "tests": row["tests"], "p95_queueing_ms": median(row["queueing"]),
+             "loss_pct": round(100 * row["lost"] / row["sent"], 2) if row["sent"] else None,
+             "runs": len(row["mbps"]), "mbps": median(row["mbps"])}
+            for hour, row in sorted(hours.items())]
 
 
 def run(scenario: Scenario, lab, settings, factor: float = 600.0,
