@@ -92,7 +92,9 @@ class Scenario:
 # Short versions (``short``): the routes' and the throughput tests' detectors learn for a day or for
 # several runs, the others within hours. A route change and the runs that must stay quiet after a
 # day of learnt routes keep a 26-hour baseline (the route detector takes a tool's routes of its
-# first day without question); the rest measure 8 hours first. A fault's phase is as long
+# first day without question), and so do the loss scenarios (the loss detector's reference is a
+# path's first 24 hourly bins until it has more: with less baseline, fault hours fill it); the
+# rest measure 8 hours first. A fault's phase is as long
 # as its signature takes to show (a window limit: four runs of a throughput test, ~6 lab hours
 # apart; a daily pattern: two afternoons, and a third in the phase for when a busy machine blurred
 # the first; the injection at 06:00, a baseline at night, so that its noisy hours cannot widen the
@@ -103,11 +105,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              expect=("mtu_blackhole",), short=(8.0, 6.0, 0.5)),
     Scenario("lag_member_loss", "one aggregate member drops a rising share, 0.5 % to 4 % (flows hashed onto it "
              "suffer)", "lag_member_loss", {"member": "0"}, expect=("rising_loss", "loss_step"),
-             ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0, short=(8.0, 40.0, 0.5)),
+             ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0, short=(26.0, 40.0, 0.5)),
     Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
              expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0, short=(8.0, 32.0, 0.5)),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
-             expect=("loss_step",), fault_h=24.0, short=(8.0, 16.0, 0.5)),
+             expect=("loss_step",), fault_h=24.0, short=(26.0, 16.0, 0.5)),
     # The link is faster than two of the lab's own throughput tests at once (200 Mbit/s each), so
     # that only the cross traffic fills its queue, as on a real path whose tests do not saturate it.
     Scenario("saturation", "rp→rb is a 500 Mbit/s link with a 40 ms queue; every lab afternoon (13–18 h) a "

@@ -7,7 +7,7 @@ loss is taken as its neighbours' rate. Each completed hour, the recent bins are 
 two-rate Poisson model fits best; when the loss after the split is far above
 the path's reference rate (binomial test), two shapes compete by likelihood: a step (one
 constant rate after some hour) and a ramp (a rate growing linearly from the reference after some
-hour). Loss confined to the same hours of every day (none significant outside the busiest
+hour; a rise is dated from the first hour after the ramp's start that lost more than the reference). Loss confined to the same hours of every day (none significant outside the busiest
 ``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither;
 so is less than a day of loss in the hours that were lossy on a previous day, with the hours
 between back at the reference (a step persists through the night), or in the busy hours of the
@@ -329,6 +329,20 @@ def _llr_ramp(bins: list[tuple[int, int, int]], p0: float) -> tuple[float, float
     return float(gain[i, j]), float(starts[i]) * 3600.0, float(_SLOPES[j])
 
 
+def first_loss_from(bins: list[tuple[int, int, int]], start_s: float, p0: float) -> float:
+    """The first bin from ``start_s`` on that lost more than the reference rate ``p0`` would: where a
+    rise shows in the data. A ramp's fitted start is a line extrapolated back, and a rise that
+    begins with a jump (a failing member's first share) extrapolates to an hour that lost nothing.
+
+    >>> first_loss_from([(5, 0, 200), (6, 1, 101), (7, 0, 100)], 5 * 3600.0, 0.0015) / 3600
+    6.0
+    """
+    for hour, lost, sent in bins:
+        if hour * 3600.0 >= start_s and lost > p0 * sent:
+            return hour * 3600.0
+    return start_s
+
+
 # Loss-rate slopes per second tried by _llr_ramp: from 0.0001 %/day to 100 %/day.
 _SLOPES = np.geomspace(1e-6 / DAY, 1.0 / DAY, 41)
 
@@ -598,7 +612,7 @@ class LossDetector(Detector):
             per_day = slope * DAY
             evidence["slope_pct_per_day"] = round(100 * per_day, 4)
             return self.open(
-                "rising_loss", start=ramp_start, at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+                "rising_loss", start=first_loss_from(recent, ramp_start, p0), at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
                 score=min(1.0, 0.5 + (ramp_llr - step_llr) / 20),
                 summary=f"Loss rising slowly: {100 * rate1:.3f} % → {100 * rate2:.3f} % over {len(after)} h "
                         f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
