@@ -7,7 +7,8 @@ loss is taken as its neighbours' rate. Each completed hour, the recent bins are 
 two-rate Poisson model fits best; when the loss after the split is far above
 the path's reference rate (binomial test), two shapes compete by likelihood: a step (one
 constant rate after some hour) and a ramp (a rate growing linearly from the reference after some
-hour; a rise is dated from the first hour after the ramp's start that lost more than the reference). Loss confined to the same hours of every day (none significant outside the busiest
+hour; a rise is dated from the first hour after the ramp's start that lost more than the
+reference). Loss confined to the same hours of every day (none significant outside the busiest
 ``busy_slot_hours`` of the day) is busy-hour congestion — the diurnal detector's — and neither;
 so is less than a day of loss in the hours that were lossy on a previous day, with the hours
 between back at the reference (a step persists through the night), or in the busy hours of the
@@ -612,7 +613,8 @@ class LossDetector(Detector):
             per_day = slope * DAY
             evidence["slope_pct_per_day"] = round(100 * per_day, 4)
             return self.open(
-                "rising_loss", start=first_loss_from(recent, ramp_start, p0), at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+                "rising_loss", start=first_loss_from(recent, ramp_start, p0), at=now,
+                severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
                 score=min(1.0, 0.5 + (ramp_llr - step_llr) / 20),
                 summary=f"Loss rising slowly: {100 * rate1:.3f} % → {100 * rate2:.3f} % over {len(after)} h "
                         f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
