@@ -2,10 +2,9 @@
 collectors measure with the real tools, a fault is injected, and the pipeline on the test stack
 must name it — and a benign run must raise nothing.
 
-The CI version runs the short versions (``lab scenario NAME --short``: baselines of 8 to 26 lab
-hours, the fault phase ending once the fault is named) at 900× (a lab day in 96 s): every scenario
-but those of ``NOT_NAMED_RELIABLY_YET``. The full runs are bench/lab_bench.py's
-(bench/results/lab.json). In tests/lab/ so that it runs before the modules that share the
+The CI version runs the short version of every scenario (``lab scenario NAME --short``: baselines
+of 8 to 26 lab hours, the fault phase ending once the fault is named) at 900× (a lab day in 96 s).
+The full runs are bench/lab_bench.py's (bench/results/lab.json). In tests/lab/ so that it runs before the modules that share the
 session's one stream (tests/stack/streamed.py), as tests/faults/ does.
 """
 
@@ -23,13 +22,7 @@ from tests.test_stack_integration import _environment, prepared_home
 pytestmark = [pytest.mark.lab, pytest.mark.stack]
 
 FACTOR = "900"
-# Not in CI yet: small buffers were named (window_limited) in one short run of four, the three
-# that missed before the delay lines got their priority and queues (netlab/README.md, "What the
-# short versions show"): the window-limit signature needs four runs whose rate x RTT moves the same
-# window, and the delay line's hiccups spread the round-trip times it is judged by.
-# bench/lab_bench.py runs it (full, and --short).
-NOT_NAMED_RELIABLY_YET = frozenset({"small_buffers"})
-FAULTS = [name for name, scenario in SCENARIOS.items() if scenario.expect and name not in NOT_NAMED_RELIABLY_YET]
+FAULTS = [name for name, scenario in SCENARIOS.items() if scenario.expect]
 BENIGN = [name for name, scenario in SCENARIOS.items() if not scenario.expect]
 RECORDS_PER_LAB_HOUR = 20   # the lab's mesh measures ~40 an hour (12 paths: a ping test every 45 lab
                             # minutes, two traces an hour; throughput between the sites every ~6 h)
