@@ -222,11 +222,12 @@ def by_lab_hour(latency: list[tuple], throughput: list[tuple], chosen: Callable[
     [('01h', 2, 20.0, 0.5, 0, None), ('02h', 0, None, None, 1, 200.0)]
     """
     import statistics
+    from collections import defaultdict
 
-    hours: dict = {}
+    hours: dict = defaultdict(lambda: {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})
     for hour, source, destination, queueing, lost, sent in latency:
         if chosen(source, destination):
-            row = hours.setdefault(hour, {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})
+            row = hours[hour]
             row["tests"] += 1
             if queueing is not None:
                 row["queueing"].append(queueing)
@@ -234,7 +235,7 @@ def by_lab_hour(latency: list[tuple], throughput: list[tuple], chosen: Callable[
             row["sent"] += sent or 0
     for hour, source, destination, bps in throughput:
         if chosen(source, destination) and bps is not None:
-            hours.setdefault(hour, {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})["mbps"].append(bps / 1e6)
+            hours[hour]["mbps"].append(bps / 1e6)
 
     def median(values: list[float]) -> float | None:
         return round(statistics.median(values), 1) if values else None
