@@ -166,7 +166,8 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
         _say(f"  other: {alarm['kind']} {alarm['source']}→{alarm['destination']} from {alarm['start']}: {alarm['summary']}")
     if not outcome.passed:
         if outcome.expected:    # what the fault's paths measured, to see why nothing named it
-            _say(f"{name}: the fault's paths per lab hour (latency tests' median p95 queueing and loss; throughput runs):")
+            _say(f"{name}: the fault's paths per lab hour (the store's hourly rollups: latency tests' p95 "
+                 "queueing and loss; throughput runs' mean rate):")
             for row in hourly_table(settings.database_url, chosen, outcome.tag):
                 _say("  {lab_hour}  tests {tests:2d}  p95 queueing {p95_queueing_ms} ms  loss {loss_pct} %  "
                      "runs {runs}  {mbps} Mb/s".format(**row))

@@ -194,57 +194,54 @@ def _records(database_url: str, tag: str) -> tuple[int, int]:
 
 
 def hourly_table(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
-    """What the fault's paths measured, per lab hour (:func:`by_lab_hour`, read from the store) —
-    the table a run that did not name its fault is read by (``lab scenario`` prints it)."""
+    """What the fault's paths measured, per lab hour (:func:`by_lab_hour` of the store's own hourly
+    rollups, ``path_hourly``) — the table a run that did not name its fault is read by (``lab
+    scenario`` prints it)."""
     import psycopg
 
     pattern = f"%.{tag}.lab"
     with psycopg.connect(database_url) as connection:
-        latency = connection.execute(
-            "SELECT date_trunc('hour', time), source, destination, delay_p95_ms - delay_min_ms, packets_lost, "
-            "packets_sent FROM latency WHERE source LIKE %s", (pattern,)).fetchall()  # fmt: skip
-        throughput = connection.execute(
-            "SELECT date_trunc('hour', time), source, destination, throughput_bps FROM throughput WHERE source LIKE %s",
-            (pattern,)).fetchall()  # fmt: skip
-    return by_lab_hour(latency, throughput, lambda source, destination: affected(scenario, tag, source, destination))
+        rows = connection.execute(
+            "SELECT bucket, source, destination, latency_runs, delay_p95_ms - delay_min_ms, packets_lost, "
+            "packets_sent, throughput_runs - throughput_failed, throughput_mean_bps FROM path_hourly "
+            "WHERE source LIKE %s", (pattern,)).fetchall()  # fmt: skip
+    return by_lab_hour(rows, lambda source, destination: affected(scenario, tag, source, destination))
 
 
-def by_lab_hour(latency: list[tuple], throughput: list[tuple], chosen: Callable[[str, str], bool]) -> list[dict]:
-    """Per hour, the ``chosen`` paths' latency tests (their median 95th-percentile queueing, p95
-    above the test's minimum delay, and their loss) and throughput runs (median rate).
+def by_lab_hour(rows: list[tuple], chosen: Callable[[str, str], bool]) -> list[dict]:
+    """Per hour, the ``chosen`` paths' latency tests (the median over the paths of their mean
+    95th-percentile delay above the hour's minimum, the queueing; and their loss) and throughput
+    runs (their mean rate).
 
-    ``latency`` rows: (hour, source, destination, p95 queueing ms, packets lost, packets sent);
-    ``throughput`` rows: (hour, source, destination, bits/s).
+    ``rows``: one per path and hour, (hour, source, destination, latency tests, p95 queueing ms,
+    packets lost, packets sent, throughput runs, mean bits/s) — ``path_hourly``'s columns.
 
-    >>> rows = by_lab_hour([("01h", "a", "b", 30.0, 1, 100), ("01h", "a", "b", 10.0, 0, 100), ("01h", "a", "a2", 99.0, 0, 100)],
-    ...                    [("02h", "a", "b", 2e8)], lambda source, destination: destination == "b")
+    >>> rows = by_lab_hour([("01h", "a", "b", 2, 20.0, 1, 200, 0, None), ("01h", "c", "b", 1, 40.0, 1, 100, 1, 1e8),
+    ...                     ("01h", "a", "a2", 1, 99.0, 0, 100, 0, None), ("02h", "a", "b", 0, None, None, None, 3, 2e8)],
+    ...                    lambda source, destination: destination == "b")
     >>> [(r["lab_hour"], r["tests"], r["p95_queueing_ms"], r["loss_pct"], r["runs"], r["mbps"]) for r in rows]
-    [('01h', 2, 20.0, 0.5, 0, None), ('02h', 0, None, None, 1, 200.0)]
+    [('01h', 3, 30.0, 0.67, 1, 100.0), ('02h', 0, None, None, 3, 200.0)]
     """
     import statistics
     from collections import defaultdict
 
-    hours: dict = defaultdict(lambda: {"tests": 0, "queueing": [], "lost": 0, "sent": 0, "mbps": []})
-    for hour, source, destination, queueing, lost, sent in latency:
+    paths = defaultdict(list)
+    for hour, source, destination, *measured in rows:
         if chosen(source, destination):
-            row = hours[hour]
-            row["tests"] += 1
-            if queueing is not None:
-                row["queueing"].append(queueing)
-            row["lost"] += lost or 0
-            row["sent"] += sent or 0
-    for hour, source, destination, bps in throughput:
-        if chosen(source, destination) and bps is not None:
-            hours[hour]["mbps"].append(bps / 1e6)
-
-    def median(values: list[float]) -> float | None:
-        return round(statistics.median(values), 1) if values else None
-
-    return [{"lab_hour": f"{hour:%Y-%m-%d %H}h" if hasattr(hour, "strftime") else str(hour),
-             "tests": row["tests"], "p95_queueing_ms": median(row["queueing"]),
-             "loss_pct": round(100 * row["lost"] / row["sent"], 2) if row["sent"] else None,
-             "runs": len(row["mbps"]), "mbps": median(row["mbps"])}
-            for hour, row in sorted(hours.items())]
+            paths[hour].append(measured)
+    table = []
+    for hour, measured in sorted(paths.items()):
+        tests, queueing, lost, sent, runs, mean_bps = zip(*measured)     # (columns over the paths)
+        queueing = [q for q in queueing if q is not None]
+        sent_all, rated = sum(n or 0 for n in sent), [(n, bps) for n, bps in zip(runs, mean_bps) if bps is not None]
+        rated_runs = sum(n for n, _ in rated)
+        table.append({"lab_hour": f"{hour:%Y-%m-%d %H}h" if hasattr(hour, "strftime") else str(hour),
+                      "tests": sum(tests),
+                      "p95_queueing_ms": round(statistics.median(queueing), 1) if queueing else None,
+                      "loss_pct": round(100 * sum(n or 0 for n in lost) / sent_all, 2) if sent_all else None,
+                      "runs": sum(runs),
+                      "mbps": round(sum(n * bps for n, bps in rated) / rated_runs / 1e6, 1) if rated_runs else None})
+    return table
 
 
 def run(scenario: Scenario, lab, settings, factor: float = 600.0,
