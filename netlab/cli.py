@@ -134,7 +134,7 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
     from pathwatch.streaming.settings import from_stack
 
     from .apply import LabError
-    from .scenario import SCENARIOS, hourly_table, results_path, run
+    from .scenario import SCENARIOS, hourly_table, results_path, run, throughput_runs
 
     if name not in SCENARIOS:
         _fail(ValueError(f"no scenario {name!r}; the lab has {', '.join(SCENARIOS)}"))
@@ -171,4 +171,9 @@ def scenario(name: Annotated[str, typer.Argument(help="route_change, mtu_black_h
             for row in hourly_table(settings.database_url, chosen, outcome.tag):
                 _say("  {lab_hour}  tests {tests:2d}  p95 queueing {p95_queueing_ms} ms  loss {loss_pct} %  "
                      "runs {runs}  {mbps} Mb/s".format(**row))
+            _say(f"{name}: the throughput runs on the fault's paths (what the throughput detectors read):")
+            for row in throughput_runs(settings.database_url, chosen, outcome.tag):
+                _say("  {time}  {path}  {mbps} Mb/s  retransmits {retransmits}  RTT {rtt_ms} (lowest {rtt_min_ms}) ms  "
+                     "cwnd {cwnd_kib} rwnd {rwnd_kib} sndbuf {sndbuf_kib} in flight {in_flight_kib} KiB  "
+                     "interval CV {interval_cv}{failed}".format(**row, failed="" if row["succeeded"] else "  FAILED"))
         raise typer.Exit(EXIT_FAILED)

@@ -208,6 +208,43 @@ def hourly_table(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
     return by_lab_hour(rows, lambda source, destination: affected(scenario, tag, source, destination))
 
 
+def throughput_runs(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
+    """The throughput runs on the fault's paths, one row each, with what the throughput detectors
+    read from them: rate, retransmits, mean and lowest RTT, the three windows iperf3 reports, the
+    bytes in flight per round trip (rate × mean RTT) and the spread of the run's interval rates
+    (coefficient of variation) — the table a throughput fault that was not named is read by."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        rows = connection.execute(
+            "SELECT t.time, t.source, t.destination, t.succeeded, t.throughput_bps, t.retransmits, t.rtt_ms, "
+            "t.rtt_min_ms, t.tcp_window_bytes, t.receive_window_bytes, t.send_buffer_bytes, "
+            "(SELECT stddev_samp(i.throughput_bps) / nullif(avg(i.throughput_bps), 0) FROM throughput_intervals i "
+            " WHERE i.id = t.id AND i.time = t.time AND NOT coalesce(i.omitted, false)) "
+            "FROM throughput t WHERE t.source LIKE %s ORDER BY t.time", (f"%.{tag}.lab",)).fetchall()  # fmt: skip
+    return [run_row(*row) for row in rows if affected(scenario, tag, row[1], row[2])]
+
+
+def run_row(time, source: str, destination: str, succeeded: bool, bps, retransmits, rtt_ms, rtt_min_ms,
+            cwnd, rwnd, sndbuf, interval_cv) -> dict:
+    """One throughput run as :func:`throughput_runs` prints it (sizes in KiB, rates in Mb/s).
+
+    >>> run_row("05h", "a1.x.lab", "b1.x.lab", True, 46e6, 1, 11.0, 10.5, 300_000, 65_536, None, 0.021)["in_flight_kib"]
+    61.8
+    """
+    def kib(size):
+        return None if size is None else round(size / 1024, 1)
+
+    return {"time": f"{time:%Y-%m-%d %H:%M}" if hasattr(time, "strftime") else str(time),
+            "path": f"{source.split('.')[0]}→{destination.split('.')[0]}", "succeeded": succeeded,
+            "mbps": None if bps is None else round(bps / 1e6, 1), "retransmits": retransmits,
+            "rtt_ms": None if rtt_ms is None else round(rtt_ms, 2),
+            "rtt_min_ms": None if rtt_min_ms is None else round(rtt_min_ms, 2),
+            "cwnd_kib": kib(cwnd), "rwnd_kib": kib(rwnd), "sndbuf_kib": kib(sndbuf),
+            "in_flight_kib": kib(bps * rtt_ms / 8000) if bps and rtt_ms else None,
+            "interval_cv": None if interval_cv is None else round(float(interval_cv), 3)}
+
+
 def by_lab_hour(rows: list[tuple], chosen: Callable[[str, str], bool]) -> list[dict]:
     """Per hour, the ``chosen`` paths' latency tests (the median over the paths of their mean
     95th-percentile delay above the hour's minimum, the queueing; and their loss) and throughput
