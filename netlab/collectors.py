@@ -7,7 +7,8 @@ between the sites. Cadences are in real seconds; on the lab clock (``clock.py``)
 the usual perfSONAR ones (a trace every 40 lab minutes at 600× ...). One process runs the
 collector of every host (:class:`~pathwatch.ingest.collect.Collector`, the production loop),
 each with a runner that starts its tools inside the host's namespace, and sends everything
-through one spool and producer, exactly as ``pathwatch collect`` does.
+through one spool and producer, exactly as ``pathwatch collect`` does. As pScheduler does, a
+host takes part in one throughput test at a time, at either end (:class:`ThroughputHosts`).
 
     python -m pathwatch.netlab.collectors --state .pathwatch/lab --tag r1 --bootstrap 127.0.0.1:19092 \\
         --topic pathwatch.raw --factor 600 --lab-origin 1764000000
@@ -25,6 +26,7 @@ runs until SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -80,14 +82,71 @@ def lab_template(topology: Topology, tag: str, cadence: dict[str, float] = CADEN
     }  # fmt: skip
 
 
-class NamespaceRunner(Runner):
-    """Runs each tool inside a network namespace (``ip netns exec``); the run keeps the tool's own argv."""
+class ThroughputHosts:
+    """Which lab hosts are in a throughput test now: as pScheduler schedules a host's throughput
+    tests one at a time, at both ends (a host sending one flow while it receives another measures
+    neither), a lab host waits until neither end of its next test is busy.
 
-    def __init__(self, namespace: str, **kwargs):
+    Each host's collector already runs its own tests one at a time (``Dispatcher``) and an iperf3
+    server refuses a second client; what remains is a host sending while it receives
+    (a1→b1 while b1→a1), which this closes. Tests of disjoint pairs (a1→b1, a2→b2) still overlap.
+
+    >>> hosts = ThroughputHosts()
+    >>> with hosts.held({"a1", "b1"}):
+    ...     hosts.busy() == {"a1", "b1"}, hosts.free({"a2", "b2"}), hosts.free({"b1", "a2"})
+    (True, True, False)
+    >>> hosts.busy()
+    set()
+    """
+
+    def __init__(self):
+        self._busy: set[str] = set()
+        self._changed = threading.Condition()
+
+    def busy(self) -> set[str]:
+        with self._changed:
+            return set(self._busy)
+
+    def free(self, hosts: set[str]) -> bool:
+        with self._changed:
+            return not self._busy & hosts
+
+    @contextlib.contextmanager
+    def held(self, hosts: set[str], timeout: float | None = None):
+        """Hold ``hosts`` for one test, waiting (up to ``timeout``) until none is in another one."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._busy & hosts, timeout)
+            hosts = hosts - self._busy      # (after a timeout, run anyway: a test is not lost for a wait)
+            self._busy |= hosts
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._busy -= hosts
+                self._changed.notify_all()
+
+
+class NamespaceRunner(Runner):
+    """Runs each tool inside a network namespace (``ip netns exec``); the run keeps the tool's own argv.
+
+    With ``throughput_hosts`` (and ``hosts_by_address``, to know the other end), an iperf3 run
+    waits until neither end is in another throughput test (:class:`ThroughputHosts`); its start
+    time is when it started, after the wait."""
+
+    def __init__(self, namespace: str, host: str | None = None, throughput_hosts: ThroughputHosts | None = None,
+                 hosts_by_address: dict[str, str] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.prefix = [find_executable("ip") or "ip", "netns", "exec", namespace]
+        self.host, self.throughput_hosts, self.hosts_by_address = host, throughput_hosts, hosts_by_address or {}
 
     def run(self, argv: list[str], timeout: float, merge_stderr: bool):
+        if self.throughput_hosts is None or os.path.basename(argv[0]) != "iperf3" or "-c" not in argv:
+            return self._run(argv, timeout, merge_stderr)
+        peer = argv[argv.index("-c") + 1]
+        with self.throughput_hosts.held({self.host, self.hosts_by_address.get(peer, peer)}, timeout):
+            return self._run(argv, timeout, merge_stderr)
+
+    def _run(self, argv: list[str], timeout: float, merge_stderr: bool):
         # The tool by its bare name when that is the one on PATH: tools name themselves as they
         # were invoked in their diagnostics ("ping: ..."), and `ip netns exec` invokes as given.
         name = os.path.basename(argv[0])
@@ -127,11 +186,13 @@ def main(argv: list[str] | None = None) -> None:
     publisher.start()
     console = Console(stderr=True, width=200)
     collectors = []
+    throughput_hosts, hosts_by_address = ThroughputHosts(), {topology.address(host): host for host in topology.hosts}
     for host in topology.hosts:
         name = host_name(host, args.tag)
         log = Log(console)
+        runner = NamespaceRunner(topology.namespace(host), host, throughput_hosts, hosts_by_address)
         collectors.append(Collector(mesh.name, tasks_for(mesh, name), lambda e: publisher.send_envelope(clock.restamp(e)),
-                                    log, workers=8, runner=NamespaceRunner(topology.namespace(host)),
+                                    log, workers=8, runner=runner,
                                     # a busy iperf3 server is tried again within seconds: the lab's
                                     # minutes are hours (production waits 10-60 s of its own time)
                                     busy_delay=(1.0, 3.0)))  # fmt: skip

@@ -107,7 +107,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "suffer)", "lag_member_loss", {"member": "0"}, expect=("rising_loss", "loss_step"),
              ramp=tuple({"percent": p} for p in ("0.5", "1", "2", "4")), fault_h=36.0, short=(26.0, 40.0, 0.5)),
     Scenario("small_buffers", "a1's TCP buffers capped at 64 kB", "small_buffers", {"host": "a1", "window_kb": "64"},
-             expect=("window_limited", "throughput_drop"), touches="a1", fault_h=36.0, short=(8.0, 32.0, 0.5)),
+             expect=("window_limited", "throughput_drop"), touches="a1", fault_h=60.0, short=(8.0, 56.0, 0.5)),
     Scenario("firewall_loss", "ra drops 1 % of site-to-site packets", "firewall_loss", {"percent": "1"},
              expect=("loss_step",), fault_h=24.0, short=(26.0, 16.0, 0.5)),
     # The link is faster than two of the lab's own throughput tests at once (200 Mbit/s each), so

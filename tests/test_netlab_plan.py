@@ -187,3 +187,31 @@ def test_bursts_are_in_force_only_in_their_spans_after_the_injection():
     hours = sum(due) / 10
     assert abs(hours - sum(end - start for start, end in scenario.bursts)) < 0.2   # not by the time of day
     assert not scenario.expect                                                     # benign: any anomaly is a false alarm
+
+
+def test_a_host_takes_part_in_one_throughput_test_at_a_time_at_either_end():
+    import threading
+
+    from pathwatch.netlab.collectors import ThroughputHosts
+
+    hosts, order = ThroughputHosts(), []
+    holding, waiting = threading.Event(), threading.Event()
+
+    def second():   # b1→a2 shares b1 with the test in progress (a1→b1)
+        waiting.set()
+        with hosts.held({"b1", "a2"}):
+            order.append("b1→a2 runs")
+
+    with hosts.held({"a1", "b1"}):
+        holding.set()
+        thread = threading.Thread(target=second)
+        thread.start()
+        waiting.wait(5)
+        thread.join(0.3)
+        assert thread.is_alive()                      # still waiting for b1
+        with hosts.held({"a2", "b2"}, timeout=5):     # a disjoint pair does not wait
+            order.append("a2→b2 runs")
+        order.append("a1→b1 ends")
+    thread.join(5)
+    assert order == ["a2→b2 runs", "a1→b1 ends", "b1→a2 runs"]
+    assert hosts.busy() == set()

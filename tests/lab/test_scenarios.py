@@ -2,9 +2,8 @@
 collectors measure with the real tools, a fault is injected, and the pipeline on the test stack
 must name it — and a benign run must raise nothing.
 
-The CI version runs the short version of every scenario but those of ``NOT_NAMED_RELIABLY_YET``
-(``lab scenario NAME --short``: baselines of 8 to 26 lab hours, the fault phase ending once the
-fault is named) at 900× (a lab day in 96 s).
+The CI version runs the short version of every scenario (``lab scenario NAME --short``: baselines
+of 8 to 26 lab hours, the fault phase ending once the fault is named) at 900× (a lab day in 96 s).
 The full runs are bench/lab_bench.py's (bench/results/lab.json). In tests/lab/ so that it runs
 before the modules that share the session's one stream (tests/stack/streamed.py), as
 tests/faults/ does.
@@ -24,13 +23,7 @@ from tests.test_stack_integration import _environment, prepared_home
 pytestmark = [pytest.mark.lab, pytest.mark.stack]
 
 FACTOR = "900"
-# Not in CI yet: the 1 % firewall was named in two of its three short runs in session 41; in the
-# third, the baseline's hours with several of the lab's own 200 Mbit/s throughput tests lost
-# 1.5-3.7 % of their ping packets (40-80 ms of queueing) while the hours without one lost ~0 %,
-# and the fault's 2 % of a round trip did not stand out (netlab/README.md, "What the short versions
-# show"). bench/lab_bench.py runs it (full, and --short).
-NOT_NAMED_RELIABLY_YET = frozenset({"firewall_loss"})
-FAULTS = [name for name, scenario in SCENARIOS.items() if scenario.expect and name not in NOT_NAMED_RELIABLY_YET]
+FAULTS = [name for name, scenario in SCENARIOS.items() if scenario.expect]
 BENIGN = [name for name, scenario in SCENARIOS.items() if not scenario.expect]
 RECORDS_PER_LAB_HOUR = 20   # the lab's mesh measures ~40 an hour (12 paths: a ping test every 45 lab
                             # minutes, two traces an hour; throughput between the sites every ~6 h)
