@@ -8,7 +8,7 @@ read back. Writes bench/results/lab.json: per scenario the detected kind, its de
 injection (lab hours, and real seconds until the row was stored) and every other anomaly the
 run raised; for the benign runs, their anomalies are the false alarms.
 
-The CI version is tests/lab/test_scenarios.py: short versions (`--short`) at 900×, seven of the ten scenarios.
+The CI version is tests/lab/test_scenarios.py: short versions (`--short`) at 900×, all ten scenarios.
 Usage: python bench/lab_bench.py [--factor 600] [--scenarios route_change,benign] [--short]
 """
 
