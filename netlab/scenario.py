@@ -209,40 +209,57 @@ def hourly_table(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
 
 
 def throughput_runs(database_url: str, scenario: Scenario, tag: str) -> list[dict]:
-    """The throughput runs on the fault's paths, one row each, with what the throughput detectors
-    read from them: rate, retransmits, mean and lowest RTT, the three windows iperf3 reports, the
-    bytes in flight per round trip (rate × mean RTT) and the spread of the run's interval rates
-    (coefficient of variation) — the table a throughput fault that was not named is read by."""
+    """The throughput runs on the fault's paths, one row each (:func:`run_row`), as the throughput
+    detectors read them — the table a throughput fault that was not named is read by."""
     import psycopg
 
     with psycopg.connect(database_url) as connection:
         rows = connection.execute(
-            "SELECT t.time, t.source, t.destination, t.succeeded, t.throughput_bps, t.retransmits, t.rtt_ms, "
-            "t.rtt_min_ms, t.tcp_window_bytes, t.receive_window_bytes, t.send_buffer_bytes, "
-            "(SELECT stddev_samp(i.throughput_bps) / nullif(avg(i.throughput_bps), 0) FROM throughput_intervals i "
-            " WHERE i.id = t.id AND i.time = t.time AND NOT coalesce(i.omitted, false)) "
+            "SELECT t.source, t.destination, t.time, t.succeeded, t.throughput_bps, t.retransmits, t.rtt_ms, "
+            "t.rtt_min_ms, t.tcp_window_bytes, t.receive_window_bytes, t.send_buffer_bytes, t.streams, "
+            "(SELECT json_agg(json_build_object('start_s', i.start_s, 'end_s', i.end_s, 'throughput_bps', "
+            "  i.throughput_bps, 'retransmits', i.retransmits, 'omitted', i.omitted) ORDER BY i.start_s) "
+            " FROM throughput_intervals i WHERE i.id = t.id AND i.time = t.time) "
             "FROM throughput t WHERE t.source LIKE %s ORDER BY t.time", (f"%.{tag}.lab",)).fetchall()  # fmt: skip
-    return [run_row(*row) for row in rows if affected(scenario, tag, row[1], row[2])]
+    columns = ("time", "succeeded", "throughput_bps", "retransmits", "rtt_ms", "rtt_min_ms", "tcp_window_bytes",
+               "receive_window_bytes", "send_buffer_bytes", "streams", "intervals")
+    return [run_row(source, destination, {"kind": "throughput", **dict(zip(columns, measured)),
+                                          "time": measured[0].isoformat(), "intervals": measured[-1] or []})
+            for source, destination, *measured in rows if affected(scenario, tag, source, destination)]
 
 
-def run_row(time, source: str, destination: str, succeeded: bool, bps, retransmits, rtt_ms, rtt_min_ms,
-            cwnd, rwnd, sndbuf, interval_cv) -> dict:
-    """One throughput run as :func:`throughput_runs` prints it (sizes in KiB, rates in Mb/s).
+def run_row(source: str, destination: str, record: dict) -> dict:
+    """One throughput run (its stored ``record``) as the throughput detectors read it
+    (:func:`pathwatch.models.observe.observe`): rate, retransmits, mean and lowest RTT, the three
+    windows iperf3 reports and the bytes in flight per round trip
+    (:func:`pathwatch.models.tcp.bytes_in_flight`; sizes in KiB), and the flatness of its interval
+    rates (``interval_cv``: the first moving second left out) — as :func:`throughput_runs` prints it.
 
-    >>> run_row("05h", "a1.x.lab", "b1.x.lab", True, 46e6, 1, 11.0, 10.5, 300_000, 65_536, None, 0.021)["in_flight_kib"]
-    61.8
+    >>> row = run_row("a1.x.lab", "b1.x.lab", {"kind": "throughput", "time": "2026-10-30T05:00:00+00:00",
+    ...     "succeeded": True, "throughput_bps": 46e6, "retransmits": 1, "rtt_ms": 11.0, "rtt_min_ms": 10.5,
+    ...     "send_buffer_bytes": 65_536,
+    ...     "intervals": [{"end_s": s, "throughput_bps": b} for s, b in ((1, 52e6), (2, 46e6), (3, 46e6))]})
+    >>> row["path"], row["in_flight_kib"], row["sndbuf_kib"], row["interval_cv"]
+    ('a1→b1', 61.8, 64.0, 0.0)
     """
+    from pathwatch.models.observe import observe
+    from pathwatch.models.tcp import bytes_in_flight
+
+    run = observe(record)
+    moved = bytes_in_flight(run)
+
     def kib(size):
         return None if size is None else round(size / 1024, 1)
 
-    return {"time": f"{time:%Y-%m-%d %H:%M}" if hasattr(time, "strftime") else str(time),
-            "path": f"{source.split('.')[0]}→{destination.split('.')[0]}", "succeeded": succeeded,
-            "mbps": None if bps is None else round(bps / 1e6, 1), "retransmits": retransmits,
-            "rtt_ms": None if rtt_ms is None else round(rtt_ms, 2),
-            "rtt_min_ms": None if rtt_min_ms is None else round(rtt_min_ms, 2),
-            "cwnd_kib": kib(cwnd), "rwnd_kib": kib(rwnd), "sndbuf_kib": kib(sndbuf),
-            "in_flight_kib": kib(bps * rtt_ms / 8000) if bps and rtt_ms else None,
-            "interval_cv": None if interval_cv is None else round(float(interval_cv), 3)}
+    def rounded(value, digits):
+        return None if value is None else round(value, digits)
+
+    return {"time": record["time"][:16].replace("T", " "),
+            "path": f"{source.split('.')[0]}→{destination.split('.')[0]}", "succeeded": run.ok,
+            "mbps": None if run.bps is None else round(run.bps / 1e6, 1), "retransmits": run.retransmits, "rtt_ms": rounded(run.rtt_ms, 2), "rtt_min_ms": rounded(run.rtt_min_ms, 2),
+            "cwnd_kib": kib(run.window_bytes), "rwnd_kib": kib(run.receive_window_bytes),
+            "sndbuf_kib": kib(run.send_buffer_bytes), "in_flight_kib": kib(moved[0]) if moved else None,
+            "interval_cv": rounded(run.interval_cv, 3)}
 
 
 def by_lab_hour(rows: list[tuple], chosen: Callable[[str, str], bool]) -> list[dict]:

@@ -194,8 +194,7 @@ def test_a_host_takes_part_in_one_throughput_test_at_a_time_at_either_end():
 
     from pathwatch.netlab.collectors import ThroughputHosts
 
-    hosts, order = ThroughputHosts(), []
-    holding, waiting = threading.Event(), threading.Event()
+    hosts, order, waiting = ThroughputHosts(), [], threading.Event()
 
     def second():   # b1→a2 shares b1 with the test in progress (a1→b1)
         waiting.set()
@@ -203,7 +202,6 @@ def test_a_host_takes_part_in_one_throughput_test_at_a_time_at_either_end():
             order.append("b1→a2 runs")
 
     with hosts.held({"a1", "b1"}):
-        holding.set()
         thread = threading.Thread(target=second)
         thread.start()
         waiting.wait(5)

@@ -55,13 +55,17 @@ def _scenario(home, name: str) -> tuple[subprocess.CompletedProcess, dict]:
     path = home / "lab" / "scenarios.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     outcome = next((line for line in reversed(lines) if line["scenario"] == name), None)
-    said = [line for line in result.stderr.splitlines() if not line.startswith(("lab: stack:", "lab: pipeline:"))]
-    assert outcome is not None, "\n".join(said)[-4000:]
+    assert outcome is not None, _said(result)[-4000:]
     assert outcome["version"] == "short", outcome
     # The collectors measured all along, and the detectors looked at what they measured.
     assert outcome["records"] >= RECORDS_PER_LAB_HOUR * outcome["lab_hours"], outcome
     assert outcome["late"] < outcome["records"] / 50, outcome
     return result, outcome
+
+
+def _said(result: subprocess.CompletedProcess) -> str:
+    """What the scenario run said, without the stack's and the pipeline's start-up lines."""
+    return "\n".join(line for line in result.stderr.splitlines() if not line.startswith(("lab: stack:", "lab: pipeline:")))
 
 
 @pytest.mark.parametrize("name", FAULTS)
@@ -70,10 +74,9 @@ def test_the_pipeline_names_the_fault_injected_into_the_lab(home, name):
     if not (outcome["passed"] and outcome["detected"]["kind"] in SCENARIOS[name].expect):
         # pytest.fail prints its whole message (an assertion's is cut to a few lines): the run's
         # tables of what the fault's paths measured are what tells why it was not named.
-        said = [line for line in result.stderr.splitlines() if not line.startswith(("lab: stack:", "lab: pipeline:"))]
         pytest.fail(f"{name} not named: detected {outcome['detected']}, other anomalies "
                     f"{[(a['kind'], a['source'], a['destination']) for a in outcome['false_alarms']]}\n"
-                    + "\n".join(said)[-12000:], pytrace=False)
+                    + _said(result)[-12000:], pytrace=False)
     # A run stamped with its start may have begun up to RUN_SLACK_S (real) before the injection; a
     # loss anomaly is dated from the start of the hour bin its loss began in.
     earliest = -RUN_SLACK_S * float(FACTOR) / 3600 - (1.0 if outcome["detected"]["kind"] in HOURLY_KINDS else 0.0)
