@@ -232,9 +232,10 @@ def _commit() -> dict | None:
     """The commit the bench ran on, and the code files that differed from it (uncommitted work in the tree)."""
     import subprocess
 
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # (the pathspecs are its folders)
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=root).stdout
 
     try:
         head = git("rev-parse", "--short", "HEAD").strip()

@@ -809,6 +809,34 @@ def test_no_data_opens_when_a_path_falls_silent_and_closes_when_it_resumes():
     assert kinds(silent_end) == ["no_data"] and silent_end[0].end is None
 
 
+def _slipped(rng, days: float, repeat: float, slip: float, step: float) -> list[float]:
+    """Start times of a pSConfig schedule with ``slip`` and ``sliprand``, each start landing on a
+    whole ``step`` (the lab's runs start on whole real seconds)."""
+    n = int(days * DAY / repeat)
+    return sorted({T0 + step * round((k * repeat + rng.uniform(0, slip)) / step) for k in range(n)})
+
+
+def test_a_schedule_with_slip_is_no_silence_however_its_first_gaps_fall_and_an_outage_still_is():
+    """Gaps of a slipped schedule run from ``repeat - slip`` to ``repeat + slip``: a ping every
+    45 min with 30 min of random slip, on 15-minute steps (as the lab's ran), leaves gaps of 15 to
+    75 min, and its first three can be 15, 75, 15 (a cadence of 15 min, a normal 60-minute gap four
+    of them). No such schedule raises no_data over two days; five missed runs in a row are a
+    silence, dated from the first run missed."""
+    quiet = []
+    for seed in range(60):
+        times = _slipped(np.random.default_rng(seed), 2, 45 * 60, 30 * 60, 15 * 60)
+        quiet += [a for a in detect([latency(t, 20.0) for t in times]) if a.kind == "no_data"]
+    assert quiet == []
+    first_gaps = [T0, T0 + 900, T0 + 5400, T0 + 6300, T0 + 9900]
+    later = _slipped(np.random.default_rng(7), 2, 45 * 60, 30 * 60, 15 * 60)
+    assert detect([latency(t, 20.0) for t in first_gaps + [t + 12600 for t in later]]) == []
+    times = _slipped(np.random.default_rng(8), 3, 45 * 60, 30 * 60, 15 * 60)
+    before, after = [t for t in times if t < T0 + DAY], [t for t in times if t >= T0 + DAY + 5 * 45 * 60]
+    found = [a for a in detect([latency(t, 20.0) for t in before + after]) if a.kind == "no_data"]
+    assert len(found) == 1 and found[0].end == after[0]
+    assert before[-1] < found[0].start <= before[-1] + 75 * 60
+
+
 # ---------------------------------------------------------------- state
 def test_monitor_state_pickles_mid_stream_without_changing_results():
     rng = np.random.default_rng(18)

@@ -4,8 +4,16 @@ Each series — throughput, one-way latency, ping, and traces per tool (a mesh r
 and tracepath each hourly, minutes apart, would otherwise seem to trace every few minutes) —
 keeps its recent inter-arrival gaps; its cadence is their median. When
 nothing of a type arrives for ``misses`` cadences (and at least ``min_slack_s`` past one
-cadence), an event-time deadline fires and the path opens ``no_data`` from the moment the next
-result was due. The next arrival of every overdue type closes it.
+cadence, and longer than any gap the schedule itself left among the recent ones), an event-time
+deadline fires and the path opens ``no_data`` from the moment the next result was due. The next
+arrival of every overdue type closes it.
+
+A schedule with slip (pSConfig's ``slip`` with ``sliprand``) spreads its gaps from
+``repeat - slip`` to ``repeat + slip``: with a slip of half the repeat, the longest is three times
+the shortest, so the median of the first few gaps can sit near the shortest and a normal gap
+look like ``misses`` cadences. The largest recent gap is what the schedule has shown it leaves;
+it counts up to ``slip_cadences`` cadences (a mesh-wide outage the detector could not see, all
+paths silent together, must not blunt the next one for a whole history).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ class SilenceParams(Params):
     min_gaps: int = 3            # gaps seen before a cadence is trusted
     history: int = 12            # gaps kept per measurement type
     max_cadence_s: float = 86400.0  # results rarer than this have no cadence to miss
+    slip_cadences: float = 6.0   # a gap left among the recent ones is the schedule's, up to this many cadences
 
 
 _UNKNOWN = object()     # a cadence's wait not worked out since its gaps last moved
@@ -57,6 +66,25 @@ class _Cadence:
         if len(self.gaps) < min_gaps:
             return None
         return self.gaps.median()
+
+    def work_out_wait(self, p: SilenceParams) -> float | None:
+        """How long after the last result the next is overdue (None: no cadence yet, or too rare):
+        ``misses`` cadences, at least ``min_slack_s`` past one, and beyond the largest recent gap
+        (up to ``slip_cadences`` cadences), which is the schedule's own slip.
+
+        >>> cadence = _Cadence(12)
+        >>> cadence.gaps.extend((900.0, 4500.0, 900.0))   # 15, 75, 15 min: a 15-minute cadence
+        >>> cadence.work_out_wait(SilenceParams())         # overdue after 75 min, not after 45
+        4500.0
+        """
+        gaps = self.gaps
+        if len(gaps.values) < p.min_gaps:
+            return None
+        period = gaps.median()
+        if period > p.max_cadence_s:
+            return None
+        slip = gaps.sorted[-1]          # (gaps are later minus earlier times: never NaN)
+        return max(p.misses * period, period + p.min_slack_s, min(slip, p.slip_cadences * period))
 
     def __getstate__(self):
         return None, {"last": self.last, "gaps": self.gaps}     # (the wait is worked out anew)
@@ -101,13 +129,10 @@ class SilenceDetector(Detector):
 
     def _due(self, kind: str) -> float | None:
         cadence = self.cadences[kind]
-        p = self.p
-        if len(cadence.gaps) < p.min_gaps or cadence.last is None or kind in self.overdue:
+        if cadence.last is None or kind in self.overdue:
             return None
-        period = cadence.gaps.median()      # (cadence.period, inlined: this runs per observation)
-        if period > p.max_cadence_s:
-            return None
-        return cadence.last + max(p.misses * period, period + p.min_slack_s)
+        wait = cadence.work_out_wait(self.p)
+        return None if wait is None else cadence.last + wait
 
     def _settle(self, kinds) -> None:
         """Recompute the due times of ``kinds``, then the deadline (their minimum, as ``min`` takes it)."""
@@ -171,16 +196,8 @@ class SilenceDetector(Detector):
         # Only this type's due time moved: _settle for one type, with _due inlined (this runs per
         # observation; the type is not overdue now and has a last time).
         wait = cadence.wait
-        if wait is _UNKNOWN:                # (what _due adds to the last time, as max picks it)
-            gaps, p = cadence.gaps, self.p
-            wait = None
-            if len(gaps.values) >= p.min_gaps:
-                period = gaps.median()
-                if not period > p.max_cadence_s:
-                    wait, slack = p.misses * period, period + p.min_slack_s
-                    if slack > wait:
-                        wait = slack
-            cadence.wait = wait
+        if wait is _UNKNOWN:
+            wait = cadence.wait = cadence.work_out_wait(self.p)
         dues = self.dues
         before, earliest = dues.get(kind), self._deadline
         dues[kind] = due = None if wait is None else last + wait
