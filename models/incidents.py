@@ -27,11 +27,10 @@ same element                  same kind on two paths naming the same hop (route 
                               overlapping in time
 same host, same onset         same kind on two paths through one host, onsets within
                               ``onset_window_s``
-same host, same busy hours    diurnal saturation on two paths from one host (or into one),
-                              overlapping in time, busy in the same hours of the day (one
-                              saturated link loads every path through it one way in its busy
-                              hours; each path's pattern is named once its own days show it, a
-                              day or more apart)
+same host, same busy hours    diurnal saturation on two paths through one host, overlapping in
+                              time, busy in the same hours of the day (one saturated element
+                              loads every path through it in its busy hours; each path's
+                              pattern is named once its own days show it, a day or more apart)
 host gone dark                no_data (its source's collector stopped) or unreachable (its
                               destination stopped answering) on one path, and no_data,
                               unreachable, route_change, loss_step or throughput_drop on another
@@ -246,7 +245,7 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
     shared = set(hosts_of(a)) & set(hosts_of(b))
     if not shared or same_path:
         return False
-    if a.kind == b.kind == "diurnal_saturation" and _busy_together(a, b):
+    if a.kind == b.kind == "diurnal_saturation" and _overlap(a, b) and busy_hours(a) & busy_hours(b):
         return True
     near = abs(a.start - b.start) <= params.onset_window_s and _overlap(a, b)
     if not near:
@@ -283,13 +282,6 @@ def busy_hours(diurnal: Anomaly) -> frozenset[int]:
     if start is None or width is None:
         return frozenset()
     return frozenset((int(start) + h) % 24 for h in range(int(width)))
-
-
-def _busy_together(a: Anomaly, b: Anomaly) -> bool:
-    """Two diurnal saturations load one host's link the same way (both from it or both into it: a
-    link's directions fill apart), at the same time, in the same hours of the day."""
-    one_way = (a.source is not None and a.source == b.source) or (a.destination is not None and a.destination == b.destination)
-    return one_way and _overlap(a, b) and bool(busy_hours(a) & busy_hours(b))
 
 
 def _daily_symptom_of(diurnal: Anomaly, other: Anomaly, params: IncidentParams) -> bool:
