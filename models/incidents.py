@@ -27,10 +27,6 @@ same element                  same kind on two paths naming the same hop (route 
                               overlapping in time
 same host, same onset         same kind on two paths through one host, onsets within
                               ``onset_window_s``
-same host, same busy hours    diurnal saturation on two paths through one host, overlapping in
-                              time, busy in the same hours of the day (one saturated element
-                              loads every path through it in its busy hours; each path's
-                              pattern is named once its own days show it, a day or more apart)
 host gone dark                no_data (its source's collector stopped) or unreachable (its
                               destination stopped answering) on one path, and no_data,
                               unreachable, route_change, loss_step or throughput_drop on another
@@ -245,8 +241,6 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
     shared = set(hosts_of(a)) & set(hosts_of(b))
     if not shared or same_path:
         return False
-    if a.kind == b.kind == "diurnal_saturation" and _overlap(a, b) and busy_hours(a) & busy_hours(b):
-        return True
     near = abs(a.start - b.start) <= params.onset_window_s and _overlap(a, b)
     if not near:
         return False
@@ -269,19 +263,6 @@ def _dark_with(dark: Anomaly, other: Anomaly) -> bool:
     """``other`` is on a path through the host ``dark`` says went dark, of a kind a dark host brings."""
     host = dark_host(dark)
     return host is not None and other.kind in _DARK_CONSEQUENCES and host in hosts_of(other)
-
-
-def busy_hours(diurnal: Anomaly) -> frozenset[int]:
-    """The hours of the day (UTC) a diurnal saturation's path is busy, from its evidence (none without it).
-
-    >>> sorted(busy_hours(Anomaly.open("diurnal_saturation", "a", "b", start=0, detected_at=0, severity="warning",
-    ...                                score=0.5, summary="s", evidence={"start_hour": 22, "width_h": 3})))
-    [0, 22, 23]
-    """
-    start, width = diurnal.evidence.get("start_hour"), diurnal.evidence.get("width_h")
-    if start is None or width is None:
-        return frozenset()
-    return frozenset((int(start) + h) % 24 for h in range(int(width)))
 
 
 def _daily_symptom_of(diurnal: Anomaly, other: Anomaly, params: IncidentParams) -> bool:
