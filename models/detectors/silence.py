@@ -12,8 +12,8 @@ A schedule with slip (pSConfig's ``slip`` with ``sliprand``) spreads its gaps fr
 ``repeat - slip`` to ``repeat + slip``: with a slip of half the repeat, the longest is three times
 the shortest, so the median of the first few gaps can sit near the shortest and a normal gap
 look like ``misses`` cadences. The largest recent gap is what the schedule has shown it leaves;
-it counts up to ``slip_cadences`` cadences (a mesh-wide outage the detector could not see, all
-paths silent together, must not blunt the next one for a whole history).
+it counts up to ``slip_cadences`` cadences (a gap kept only when no due time caught it: a
+silence while the cadence was still being learnt must not blunt the next one for a whole history).
 """
 
 from __future__ import annotations
