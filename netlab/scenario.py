@@ -256,7 +256,8 @@ def run_row(source: str, destination: str, record: dict) -> dict:
 
     return {"time": record["time"][:16].replace("T", " "),
             "path": f"{source.split('.')[0]}→{destination.split('.')[0]}", "succeeded": run.ok,
-            "mbps": None if run.bps is None else round(run.bps / 1e6, 1), "retransmits": run.retransmits, "rtt_ms": rounded(run.rtt_ms, 2), "rtt_min_ms": rounded(run.rtt_min_ms, 2),
+            "mbps": None if run.bps is None else round(run.bps / 1e6, 1), "retransmits": run.retransmits,
+            "rtt_ms": rounded(run.rtt_ms, 2), "rtt_min_ms": rounded(run.rtt_min_ms, 2),
             "cwnd_kib": kib(run.window_bytes), "rwnd_kib": kib(run.receive_window_bytes),
             "sndbuf_kib": kib(run.send_buffer_bytes), "in_flight_kib": kib(moved[0]) if moved else None,
             "interval_cv": rounded(run.interval_cv, 3)}
