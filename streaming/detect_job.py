@@ -227,16 +227,18 @@ KEYED_RECORDS = ("SELECT COALESCE(k, CONCAT(COALESCE(JSON_VALUE(v, '$.source'), 
                  "COALESCE(JSON_VALUE(v, '$.destination'), ''))) AS k, v FROM records_in")
 
 
-def build(settings, config_path: str | None = None):
+def build(settings, config_path: str | None = None, job: str = JOB):
+    """The job's statement set (not yet executed); ``job`` names its checkpoints, logs and
+    consumer group (the floor bench runs the same graph under a name of its own)."""
     from pyflink.common import Types
 
     from pathwatch.streaming import chained
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import keyed_raw_sink, keyed_raw_source
 
-    env, tables = environments(settings, JOB)
+    env, tables = environments(settings, job)
     records = settings.topics["records"]
-    tables.execute_sql(keyed_raw_source("records_in", records, settings, "pathwatch-detect",
+    tables.execute_sql(keyed_raw_source("records_in", records, settings, f"pathwatch-{job}",
                                         settings.ordering_delay_s, "pathwatch-records"))
     tables.execute_sql(keyed_raw_sink("anomalies_out", settings.topics["anomalies"], settings))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings))

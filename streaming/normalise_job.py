@@ -34,25 +34,33 @@ def _normalise_function():
     return Normalise
 
 
-def build(settings):
-    """The job's table environment with its statements added (not yet executed)."""
+def build(settings, job: str = JOB, function=None):
+    """The job's table environment with its statements added (not yet executed).
+
+    ``job`` names its checkpoints, logs, consumer group and transactional ids; ``function`` is
+    the flat map from a raw row (body, partition, offset) to (target, key, value, time) rows, by
+    default the normaliser (the floor bench runs the same graph under a name of its own, and with
+    a function that leaves the parse out).
+    """
     from pyflink.common import Types
 
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import kafka_options, keyed_raw_sink
 
-    env, tables = environments(settings, JOB)
+    env, tables = environments(settings, job)
     raw = settings.topics["raw"]
     tables.execute_sql(f"""CREATE TABLE raw_in (
       body BYTES,
       part INT METADATA FROM 'partition' VIRTUAL,
       off BIGINT METADATA FROM 'offset' VIRTUAL
-    ) WITH ({kafka_options(raw, settings.bootstrap, 'pathwatch-normalise', settings.kafka_properties, format='raw')})""")
-    tables.execute_sql(keyed_raw_sink("records_out", settings.topics["records"], settings, "pathwatch-normalise-records"))
+    ) WITH ({kafka_options(raw, settings.bootstrap, f'pathwatch-{job}', settings.kafka_properties, format='raw')})""")
+    tables.execute_sql(keyed_raw_sink("records_out", settings.topics["records"], settings, f"pathwatch-{job}-records"))
     tables.execute_sql(keyed_raw_sink("deadletters_out", settings.topics["deadletters"], settings,
-                                      "pathwatch-normalise-deadletters"))
+                                      f"pathwatch-{job}-deadletters"))
     stream = tables.to_data_stream(tables.from_path("raw_in"))
-    normalised = stream.flat_map(_normalise_function()(raw, int(settings.max_future_s * 1000)), output_type=Types.ROW_NAMED(
+    if function is None:
+        function = _normalise_function()(raw, int(settings.max_future_s * 1000))
+    normalised = stream.flat_map(function, output_type=Types.ROW_NAMED(
         ["target", "k", "v", "ts"], [Types.STRING(), Types.STRING(), Types.STRING(), Types.LONG()])).name("normalise").uid("normalise")
     tables.create_temporary_view("normalised", tables.from_data_stream(normalised))
     statements = tables.create_statement_set()

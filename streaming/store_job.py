@@ -77,24 +77,27 @@ ANOMALY_FIELDS = """`id` STRING, kind STRING, `source` STRING, `destination` STR
 ANOMALIES_SELECT = ("SELECT `id`, kind, `source`, `destination`, `start`, detected_at, `end`, severity, score, summary, "
                     "evidence, detector_version, COALESCE(NULLIF(incident_id, ''), `id`) AS incident_id FROM anomalies_json")
 
-def build(settings):
+def build(settings, job: str = JOB):
+    """The job's statement set (not yet executed); ``job`` names its checkpoints, logs and
+    consumer group (the floor bench runs the same graph under a name of its own)."""
     from pathwatch.streaming.flink_env import environments
     from pathwatch.streaming.kafka_tables import jdbc_sink, kafka_options
 
-    env, tables = environments(settings, JOB)
+    env, tables = environments(settings, job)
+    group = f"pathwatch-{job}"
     config = tables.get_config()
     config.set("table.exec.sink.upsert-materialize", "NONE")
     json_options = {"format": "json", "json.fail-on-missing-field": "false", "json.ignore-parse-errors": "false"}
     tables.execute_sql(f"""CREATE TABLE records_json ({RECORD_FIELDS}
-    ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+    ) WITH ({kafka_options(settings.topics['records'], settings.bootstrap, group, settings.kafka_properties,
                        **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE anomalies_json ({ANOMALY_FIELDS}
-    ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+    ) WITH ({kafka_options(settings.topics['anomalies'], settings.bootstrap, group, settings.kafka_properties,
                        **json_options)})""")
     tables.execute_sql(f"""CREATE TABLE deadletters_json (
       `id` STRING, stage STRING, reason STRING, field STRING, `format` STRING, topic STRING,
       kafka_partition INT, kafka_offset BIGINT, received_at STRING, input STRING, input_encoding STRING
-    ) WITH ({kafka_options(settings.topics['deadletters'], settings.bootstrap, 'pathwatch-store', settings.kafka_properties,
+    ) WITH ({kafka_options(settings.topics['deadletters'], settings.bootstrap, group, settings.kafka_properties,
                        **json_options)})""")
     for name, (table, columns, key) in SINKS.items():
         tables.execute_sql(jdbc_sink(name, table, columns, key, settings))
