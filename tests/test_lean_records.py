@@ -232,7 +232,7 @@ def test_generated_json_envelopes_give_the_same_records_or_dead_letter(data):
     _same_outputs(body)
 
 
-@pytest.mark.parametrize("mss", [2**63 - 1, 2**63, 2**64 - 1, 2**64])
+@pytest.mark.parametrize("mss", [2**53 - 1, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64])
 def test_an_integer_beyond_int64_is_the_same_dead_letter_on_both_paths(mss):
     # orjson writes integers up to 2**64 - 1 (unsigned); no consumer holds those from 2**63 either.
     envelope = copy.deepcopy(next(t for t in JSON_TEMPLATES if t["format"] == "iperf3"))
