@@ -1,11 +1,11 @@
-"""Floor benchmark: what one Kafka → Flink → Kafka hop costs on this machine before pathwatch's own work.
+"""Floor benchmark: what each stage of the pipeline's shape costs on this machine, measured alone.
 
 The pipeline bench measures the whole pipeline; this one measures the shape it is built from, so
 the figures say which part of a record's cost any design in that shape must pay. On the test
 stack (brought up and down here: take the stack lock), it publishes a simulated mesh into a
 fresh raw topic once, then drains it with one Flink job at a time (``bench/floor_job.py``), each
-with its own consumer group and output topic, written exactly once as the normalise job writes
-records:
+with its own consumer group and output topics, written exactly once as the pipeline writes
+them:
 
 - ``sql_copy``: Flink SQL copies each message (no Python): the cluster's and Kafka's floor;
 - ``python_copy``: the normalise job's graph with the parse left out (its table → stream →
@@ -17,11 +17,12 @@ records:
 Per shape: messages/s and CPU µs per message of every process (JobManager, TaskManagers, Kafka,
 PostgreSQL, the bench, the machine), over the steady part of the drain (from 10 % to 95 % of the
 topic read, by the job's committed offsets sampled each second: a fresh job's first seconds are
-its JVM classes loading and compiling), and over the whole run. A plain consumer's rate on the same topic is the
-reference. The ``budget`` section sets these floors against issue 17's 200 µs per measurement
+its JVM classes loading and compiling), and over the whole run. A plain consumer's rate on the
+same topic is the reference. The ``budget`` section sets these floors against issue 17's 200 µs per measurement
 (10k/s on the whole machine's two cores).
 
-Writes bench/results/floor.json. Usage: python bench/floor_bench.py [--hosts 7 --days 56 --shapes sql_copy python_copy ...]
+Writes bench/results/floor.json; ~20 minutes. Usage:
+python bench/floor_bench.py [--hosts 7 --days 56 --shapes sql_copy python_copy ... --no-together]
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from bench.floor_job import SHAPES  # noqa: E402  (the repository on the path first)
+
 BUDGET_US = 2 * 1e6 / 10_000  # two cores' CPU-µs per measurement at 10k measurements/s
 STEADY = (0.10, 0.95)         # the part of the drain the figures are taken over
 READS_RECORDS = {"detect", "store"}  # shapes reading the normalise shape's records, not the raw topic
@@ -50,16 +53,19 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=7)
     parser.add_argument("--days", type=int, default=56, help="days of the simulated mesh (the drains' length)")
     parser.add_argument("--seed", type=int, default=4040)
-    parser.add_argument("--shapes", nargs="+", default=None, help="a subset of the job shapes, in this order")
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES,
+                        help="the job shapes to drain alone, in this order (detect and store need normalise first)")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds one drain may take")
     parser.add_argument("--no-together", dest="together", action="store_false",
                         help="leave out the last run: normalise, detect and store at once, as the pipeline runs")
     args = parser.parse_args()
+    shapes = args.shapes
+    for shape in READS_RECORDS & set(shapes):
+        if "normalise" not in shapes[:shapes.index(shape)]:
+            parser.error(f"--shapes: {shape} reads the records the normalise shape writes; put normalise before it")
 
-    from bench.floor_job import SHAPES
     from bench.stack_env import bench_stack
 
-    shapes = args.shapes or list(SHAPES)
     home, env, cli = bench_stack("floor")
     sim = home / "bench-sim" / f"{args.seed}-{args.hosts}h-{args.days}d"
     if not (sim / "raw.jsonl").exists():

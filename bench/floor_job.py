@@ -1,9 +1,9 @@
-"""The floor bench's Flink jobs: what one Kafka → Flink → Kafka hop costs before any of pathwatch's work.
+"""The floor bench's Flink jobs: the pipeline's shape, stage by stage, and the bare hops beneath it.
 
 Submitted by ``bench/floor_bench.py`` through Flink's client (``flink run --detached --python
-<this file> SETTINGS_FILE SHAPE NAME``), one at a time, each reading the run's raw topic with its own
-consumer group (``pathwatch-NAME``) and writing its own output topic exactly once (Kafka transactions committed on
-checkpoints, as the normalise job writes records). Shapes:
+<this file> SETTINGS_FILE SHAPE NAME``), each reading its input topic with a consumer group of
+its own (``pathwatch-NAME``) and writing topics of its own exactly once (Kafka transactions
+committed on checkpoints, as the normalise job writes records). Shapes:
 
 - ``sql_copy``: Flink SQL only, the raw message copied to the output topic (no Python);
 - ``python_copy``: the normalise job's graph with the parse left out: the same Kafka table, the
