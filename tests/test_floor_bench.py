@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "floor_bench.py"
+from tests.bench_modules import load
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("floor_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (its dataclass looks its module up there)
-    spec.loader.exec_module(module)
-    return module
+    return load("floor_bench")
 
 
 def test_the_docstring_examples_pass():

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "pipeline_verdict.py"
+from tests.bench_modules import load
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("pipeline_verdict", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("pipeline_verdict")
 
 
 def test_the_docstring_examples_pass():
