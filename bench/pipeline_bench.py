@@ -36,8 +36,9 @@ latency without a backlog in front). It measures:
 The flood is 70 % of eight weeks of a 7-host mesh (~357k records, ~2.5 minutes) by default: a
 fresh job spends its first minute or two loading and compiling (the C2 JIT thread took ~40 % of
 the TaskManager's CPU in the first minute of a one-week flood), so a shorter flood measures the
-start-up more than the pipeline (a four-week flood gave 1,290 records/s where this one gives
-~2,700; ``floor_bench.py`` drains each job alone and all three together from a filled topic).
+start-up more than the pipeline (the four-week flood of 2026-11-28 gave 1,290 records/s, this one
+~2,700 with a normalise ~20 µs a message cheaper; ``floor_bench.py`` drains each job alone and all
+three together from a filled topic).
 
 Writes bench/results/pipeline.json, with a verdict on issue 17's targets (``pipeline_verdict.py``:
 by how much each is missed, which stage holds it back, the per-stage CPU budget). Usage: python bench/pipeline_bench.py [--hosts 7 --days 56 --paced-fraction 0.3 --paced-rate 300]
