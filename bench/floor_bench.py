@@ -44,6 +44,7 @@ from bench.floor_job import SHAPES  # noqa: E402  (the repository on the path fi
 
 BUDGET_US = 2 * 1e6 / 10_000  # two cores' CPU-µs per measurement at 10k measurements/s
 STEADY = (0.10, 0.95)         # the part of the drain the figures are taken over
+NEAR_END = 0.999              # read this much, a drain asks the consumer lag whether it is done
 READS_RECORDS = {"detect", "store"}  # shapes reading the normalise shape's records, not the raw topic
 JOBS = ("normalise", "detect", "store")  # the pipeline's jobs, in the order records flow
 
@@ -64,7 +65,7 @@ def main() -> None:
         if "normalise" not in shapes[:shapes.index(shape)]:
             parser.error(f"--shapes: {shape} reads the records the normalise shape writes; put normalise before it")
 
-    from bench.stack_env import bench_stack
+    from bench.stack_env import bench_stack, empty_pipeline_tables
 
     home, env, cli = bench_stack("floor")
     sim = home / "bench-sim" / f"{args.seed}-{args.hosts}h-{args.days}d"
@@ -105,11 +106,11 @@ def main() -> None:
         for shape in shapes:  # detect and store read what the normalise shape wrote
             records = f"{raw}.floor-normalise" if shape in READS_RECORDS else f"{raw}.floor-{shape}"
             if shape == "store":
-                _empty_tables(settings)  # so it inserts rather than updates
+                empty_pipeline_tables(settings.database_url)  # so it inserts rather than updates
             results[shape] = drain([shape_job(shape, f"floor-{shape}", records)], home, args.timeout)
             print(json.dumps({shape: results[shape]}, indent=2), flush=True)
         if args.together:
-            _empty_tables(settings)
+            empty_pipeline_tables(settings.database_url)
             jobs = [shape_job(shape, f"floor-together-{shape}", f"{raw}.together") for shape in JOBS]
             results["together"] = drain(jobs, home, args.timeout)
             print(json.dumps({"together": results["together"]}, indent=2), flush=True)
@@ -143,7 +144,7 @@ class Job:
 
 def drain(jobs: list[Job], home: Path, timeout: float) -> dict:
     """Submit the jobs, sample their progress and every process's CPU each second until each
-    read the whole of its topic (:func:`_settled`), cancel them. Figures per message the first
+    read the whole of its topic, cancel them. Figures per message the first
     job reads: over the steady part of its drain, and over the whole run from the first
     submission until the last job was done (per message read: transaction markers in a
     transactionally written topic count as messages)."""
@@ -158,8 +159,8 @@ def drain(jobs: list[Job], home: Path, timeout: float) -> dict:
     ids = [_submit(job.settings, job.shape, job.name, write_file(job.settings)) for job in jobs]
     progress = {job.name: [] for job in jobs}  # (wall time, messages read)
     cpu = []                                     # (wall time, CPU seconds by process)
+    watches = [_Committed(job.settings, job.reads, f"pathwatch-{job.name}") for job in jobs]
     try:
-        watches = [_Committed(job.settings, job.reads, f"pathwatch-{job.name}") for job in jobs]
         done = set()
         while len(done) < len(jobs):
             now = time.time()
@@ -168,16 +169,16 @@ def drain(jobs: list[Job], home: Path, timeout: float) -> dict:
                 read, total = watch.read(), watch.end()
                 progress[job.name].append((now, read))
                 upstream_done = all(earlier.name in done for earlier in jobs[:jobs.index(job)])
-                if upstream_done and (read >= total or _settled(progress[job.name], total)):
+                if job.name not in done and upstream_done and watch.caught_up(read, total):
                     done.add(job.name)
                 if len(cpu) % 10 == 0:
                     print(f"  {job.name}: {now - started:5.0f} s, {read} of {total} read", flush=True)
             if now - started > timeout:
                 raise SystemExit(f"floor bench: {', '.join(job.name for job in jobs)} not done in {timeout:.0f} s")
             time.sleep(max(0.0, 1.0 - (time.time() - now)))
+    finally:
         for watch in watches:
             watch.close()
-    finally:
         for job_id in ids:
             rest.cancel(job_id)
             rest.wait_ended(job_id)
@@ -192,22 +193,6 @@ def drain(jobs: list[Job], home: Path, timeout: float) -> dict:
             "cpu_us_per_message": {name: round(value / messages * 1e6) for name, value in steady.items()},
             "whole_run_s": round(cpu[-1][0] - started, 1),
             "whole_run_cpu_us_per_message": {name: round(value / total * 1e6) for name, value in whole.items()}}
-
-
-def _settled(samples: list, total: int, still_s: float = 15.0) -> bool:
-    """Whether the job read all but the last transaction markers (a cancelled writer's open
-    transaction keeps them from being read until it times out): over 99.9 % read and no progress
-    for ``still_s``.
-
-    >>> _settled([(0.0, 999_000), (20.0, 999_000)], 1_000_000)
-    True
-    >>> _settled([(0.0, 990_000), (20.0, 990_000)], 1_000_000)
-    False
-    """
-    now, read = samples[-1][0], samples[-1][1]
-    if read < 0.999 * total:
-        return False
-    return any(at <= now - still_s for at, value in samples if value == read)
 
 
 def budget(results: dict) -> dict:
@@ -244,39 +229,40 @@ def budget(results: dict) -> dict:
 
 
 class _Committed:
-    """A consumer group's committed offsets on a topic, summed over its partitions."""
+    """A consumer group's progress on a topic: committed offsets and the topic's end, summed over
+    its partitions."""
 
     def __init__(self, settings, topic: str, group: str):
         from confluent_kafka import Consumer
 
-        self.topic = topic
+        self.settings, self.topic, self.group = settings, topic, group
         self.consumer = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": group, "enable.auto.commit": False})
 
     def close(self) -> None:
         self.consumer.close()
 
-    def _partitions(self) -> list:
-        from confluent_kafka import TopicPartition
-
-        partitions = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
-        return [TopicPartition(self.topic, p) for p in partitions]
-
     def read(self) -> int:
-        return sum(max(tp.offset, 0) for tp in self.consumer.committed(self._partitions(), timeout=10))
+        from bench.stack_env import committed
+
+        return committed(self.consumer, self.topic)
 
     def end(self) -> int:
         """The topic's end offsets, summed (everything written so far, markers included)."""
-        return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self._partitions())
+        from confluent_kafka import TopicPartition
 
+        partitions = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
+        return sum(self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1] for p in partitions)
 
-def _empty_tables(settings) -> None:
-    """Empty the pipeline's tables, so the store shape inserts rather than updates."""
-    import psycopg
+    def caught_up(self, read: int, total: int) -> bool:
+        """Whether the group read the whole topic. Offsets count transaction markers, and the last
+        ones (a cancelled writer's open transaction) may stay unread for minutes, so near the end
+        the pipeline's own lag, which reads past markers, decides (it probes the partitions, so it
+        is asked only there)."""
+        from pathwatch.streaming.pipeline import consumer_lag
 
-    from pathwatch.db.tables import PIPELINE_TABLES
-
-    with psycopg.connect(settings.database_url, autocommit=True) as connection:
-        connection.execute(f"TRUNCATE {', '.join(PIPELINE_TABLES)}")
+        if read >= total:
+            return True
+        return read >= NEAR_END * total and consumer_lag(self.settings.bootstrap, self.group, self.topic) == 0
 
 
 def _submit(settings, shape: str, name: str, settings_file: Path) -> str:

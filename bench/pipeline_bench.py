@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--paced-rate", type=float, default=300.0, help="messages/s of the paced part")
     args = parser.parse_args()
 
-    from bench.stack_env import bench_stack
+    from bench.stack_env import bench_stack, empty_pipeline_tables
 
     home, env, cli = bench_stack("bench")
 
@@ -90,12 +90,7 @@ def main() -> None:
 
         settings = from_stack(resolve(home=home))
         cli("db", "migrate")
-        import psycopg
-
-        from pathwatch.db.tables import PIPELINE_TABLES
-
-        with psycopg.connect(settings.database_url, autocommit=True) as connection:
-            connection.execute(f"TRUNCATE {', '.join(PIPELINE_TABLES)}")
+        empty_pipeline_tables(settings.database_url)
         cli("pipeline", "start", "--fresh")
         lines = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
         from pathwatch.ingest.publish import RateLimit, RawPublisher, path_key
@@ -224,11 +219,9 @@ class Progress(threading.Thread):
             consumer.close()
 
     def _committed(self, consumer, role: str) -> int:
-        from confluent_kafka import TopicPartition
+        from bench.stack_env import committed
 
-        topic = self.settings.topics[role]
-        partitions = [TopicPartition(topic, p) for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions]
-        return sum(max(tp.offset, 0) for tp in consumer.committed(partitions, timeout=10))
+        return committed(consumer, self.settings.topics[role])
 
     def stop(self) -> None:
         self.halt.set()

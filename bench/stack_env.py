@@ -37,3 +37,22 @@ def bench_stack(prefix: str) -> tuple[Path, dict[str, str], Callable[..., None]]
         subprocess.run([*CLI, *argv], env=env, cwd=REPO, check=True, timeout=1800)
 
     return home, env, cli
+
+
+def committed(consumer, topic: str) -> int:
+    """The offsets ``consumer``'s group committed on ``topic``, summed over its partitions (0 for
+    a partition it never committed)."""
+    from confluent_kafka import TopicPartition
+
+    partitions = [TopicPartition(topic, p) for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions]
+    return sum(max(tp.offset, 0) for tp in consumer.committed(partitions, timeout=10))
+
+
+def empty_pipeline_tables(database_url: str) -> None:
+    """Empty the tables the pipeline writes (a run then inserts rather than updates)."""
+    import psycopg
+
+    from pathwatch.db.tables import PIPELINE_TABLES
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(f"TRUNCATE {', '.join(PIPELINE_TABLES)}")
