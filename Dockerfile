@@ -6,7 +6,7 @@ ARG FLINK_IMAGE=flink:2.3.0-java17
 # Connector jars (Kafka, JDBC + PostgreSQL driver) from Maven Central; no transitive jars
 # (flink-connector-base is already in flink-dist).
 FROM maven:3.9-eclipse-temurin-17 AS connectors
-COPY pathwatch/stack/assets/flink/pom.xml /build/pom.xml
+COPY stack/assets/flink/pom.xml /build/pom.xml
 RUN mvn -B -q -f /build/pom.xml dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory=/build/jars
 
 FROM ${FLINK_IMAGE}

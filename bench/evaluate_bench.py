@@ -239,7 +239,7 @@ def _commit() -> dict | None:
 
     try:
         head = git("rev-parse", "--short", "HEAD").strip()
-        dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "pathwatch", "ingest").splitlines()
+        dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "pathwatch", "ingest", "contract", "sim", "evaluation").splitlines()
                  if line[3:].endswith(".py")]
     except (OSError, subprocess.CalledProcessError):
         return None

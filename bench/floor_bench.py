@@ -75,7 +75,8 @@ def main() -> None:
     results = {}
     try:
         os.environ.update(env)
-        from pathwatch.ingest.publish import RawPublisher, path_key
+        from pathwatch.collector.publish import RawPublisher
+        from pathwatch.contract.keys import envelope_key
         from pathwatch.stack import kafka
         from pathwatch.stack.config import resolve
         from pathwatch.streaming.settings import from_stack
@@ -86,7 +87,7 @@ def main() -> None:
         print(f"publishing {len(lines)} raw messages to {settings.topics['raw']}", flush=True)
         with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
             for line in lines:
-                publisher.send(line, path_key(orjson.loads(line)))
+                publisher.send(line, envelope_key(orjson.loads(line)))
         reference = _plain_consume_rate(settings)
         print(f"a plain consumer reads {reference:.0f} messages/s", flush=True)
         spec = kafka.topics(config)[settings.topics["records"]]

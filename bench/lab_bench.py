@@ -1,4 +1,4 @@
-"""Lab benchmark: every scenario of netlab/scenario.py through the running pipeline (root).
+"""Lab benchmark: every scenario of lab/scenario.py through the running pipeline (root).
 
 Runs on the test stack (`.pathwatch/test-stack`, its own ports; brought up and down here, so do
 not run it while the stack tests or another bench run) and the network lab (`pathwatch lab`).
@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
-    from pathwatch.netlab.scenario import SCENARIOS
+    from pathwatch.lab.scenario import SCENARIOS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--factor", type=float, default=600.0)

@@ -75,7 +75,8 @@ def main() -> None:
     cli("stack", "up")
     try:
         os.environ.update(env)
-        from pathwatch.ingest.publish import RawPublisher, path_key
+        from pathwatch.collector.publish import RawPublisher
+        from pathwatch.contract.keys import envelope_key
         from pathwatch.stack.config import resolve
         from pathwatch.streaming.pipeline import wait_caught_up
         from pathwatch.streaming.settings import from_stack
@@ -88,13 +89,13 @@ def main() -> None:
         print("history: publishing as fast as the broker takes it", flush=True)
         with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
             for line in probe_history:
-                publisher.send(line.data, path_key(orjson.loads(line.data)))
+                publisher.send(line.data, envelope_key(orjson.loads(line.data)))
         wait_caught_up(settings, 3600, lambda lags: print(f"  unprocessed {lags}", flush=True), every_s=2.0)
 
         # (collected_at, message, its Kafka key, its records' keys if a probe's), in collection order
-        live = sorted([(line.collected_at, line.data, path_key(orjson.loads(line.data)), record_keys(line.data))
+        live = sorted([(line.collected_at, line.data, envelope_key(orjson.loads(line.data)), record_keys(line.data))
                        for line in probe_live]
-                      + [(collected, data, path_key(orjson.loads(data)), ()) for collected, data in load],
+                      + [(collected, data, envelope_key(orjson.loads(data)), ()) for collected, data in load],
                       key=lambda item: item[0])
         lags = LagSampler(settings)
         lags.start()
@@ -172,7 +173,7 @@ def _probe(args, onsets=None):
     """The probe mesh's history and live lines, the faults placed in the live part, the live span."""
     from pathwatch.sim.config import Cadences, SimConfig
     from pathwatch.sim.generate import envelope_lines, plan
-    from pathwatch.sim.scenario import Episode
+    from pathwatch.sim.episode import Episode
 
     cadences = Cadences(latency_s=60, latency_packets=600, trace_s=300, tracepath_s=900, throughput_s=3600,
                         throughput_jitter_s=120, throughput_run_s=10)

@@ -33,7 +33,7 @@ from pathwatch.ingest import registry
 from pathwatch.ingest.examples import example_path
 from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
-from pathwatch.models.incidents import path_key
+from pathwatch.contract.keys import path_key
 from pathwatch.models.observe import epoch
 from pathwatch.streaming.normalise import DEAD, RECORD, Origin, Output, dead_letter, normalise, nul_field, oversized_integer
 

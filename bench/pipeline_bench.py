@@ -93,7 +93,8 @@ def main() -> None:
         empty_pipeline_tables(settings.database_url)
         cli("pipeline", "start", "--fresh")
         lines = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
-        from pathwatch.ingest.publish import RateLimit, RawPublisher, path_key
+        from pathwatch.collector.publish import RateLimit, RawPublisher
+        from pathwatch.contract.keys import envelope_key
 
         split = len(lines) - int(len(lines) * args.paced_fraction)
         sampler = Progress(settings)
@@ -103,7 +104,7 @@ def main() -> None:
         on_poll = lambda lags: print(f"  {time.time() - started:6.0f} s unprocessed {lags}", flush=True)  # noqa: E731
         with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
             for line in lines[:split]:
-                publisher.send(line, path_key(orjson.loads(line)))
+                publisher.send(line, envelope_key(orjson.loads(line)))
         published = time.time()
         wait_caught_up(settings, 3600, on_poll, every_s=1.0)
         done = time.time()
@@ -113,7 +114,7 @@ def main() -> None:
         cpu = _accounted({name: round(cpu_after[name] - cpu_before.get(name, 0.0), 1) for name in cpu_after})
         stored = jobs["jobs"]["store"]["final"]
         busy = {name: round(seconds, 1) for name, seconds in sorted(sampler.busy_s.items())}
-        state = _checkpointed_state(settings, {path_key(orjson.loads(line)) for line in lines[:split]} - {None})
+        state = _checkpointed_state(settings, {envelope_key(orjson.loads(line)) for line in lines[:split]} - {None})
         paced_started = time.time()
         if split < len(lines):  # the rest at a steady rate below the pipeline's capacity: latency without a backlog
             print(f"paced: {len(lines) - split} messages at {args.paced_rate}/s", flush=True)
@@ -121,7 +122,7 @@ def main() -> None:
                 rate = RateLimit(args.paced_rate)
                 for line in lines[split:]:
                     rate.wait()
-                    publisher.send(line, path_key(orjson.loads(line)))
+                    publisher.send(line, envelope_key(orjson.loads(line)))
             wait_caught_up(settings, 3600, on_poll, every_s=1.0)
         sampler.stop()
         raw_published, consume_rate = _read_raw(settings)

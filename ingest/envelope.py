@@ -1,6 +1,6 @@
 """The raw envelope collectors publish: ``{format, source, destination, collected_at, payload}``.
 
-It is the replayable source of truth; ``pathwatch/contract/schemas/envelope.v1.schema.json``
+It is the replayable source of truth; ``contract/schemas/envelope.v1.schema.json``
 is its contract. ``meta`` may carry collector facts (mesh name, test id) and is not parsed.
 """
 

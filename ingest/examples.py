@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pathwatch
-
 from .registry import Format
 
-EXAMPLES_DIR = Path(pathwatch.__file__).parent / "examples"
+EXAMPLES_DIR = Path(__file__).parent / "example_envelopes"
 
 
 def example_path(fmt: Format) -> Path:

@@ -24,7 +24,7 @@ class Format:
 
     ``payload`` is ``"json"`` (a decoded JSON object) or ``"text"`` (the tool's text output);
     ``looks_like`` tells a bare payload of this format; ``parse`` yields canonical records or
-    raises ParseError; ``example`` names a raw-envelope file in ``pathwatch/examples/``.
+    raises ParseError; ``example`` names a raw-envelope file in ``ingest/example_envelopes/``.
     """
 
     name: str

@@ -60,6 +60,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pathwatch.contract.keys import path_key
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Params
 
@@ -106,15 +107,6 @@ class IncidentParams(Params):
     adopt_before_s: float = 2 * 24 * HOUR
     daily_episode_s: float = 20 * HOUR
     retain_s: float = 7 * 24 * HOUR
-
-
-def path_key(source: str | None, destination: str | None) -> str:
-    """The key every stage partitions a path by (``source>destination``, empty ends stay empty), as the publishers do.
-
-    >>> path_key("a", None)
-    'a>'
-    """
-    return f"{source or ''}>{destination or ''}"
 
 
 def path_of(anomaly: Anomaly | Mapping[str, Any]) -> str:

@@ -35,6 +35,11 @@ from collections import deque
 from pathwatch.models.observe import ThroughputObs, black_hole_stall
 from pathwatch.models.window import median
 
+# The crawl test's defaults (the MTU detector's parameters of the same names default to these).
+CRAWL_FRACTION = 0.05   # a black hole's run stays under this share of the usual runs' window (else rate)
+USUAL_RUNS = 10         # the path's last runs that were not a black hole's, the usual ones
+MIN_USUAL_RUNS = 3      # with fewer usual runs known, the stall alone decides
+
 
 class BlackHoleStalls:
     """The path's usual runs' windows and rates, and whether a run's stall is a black hole's."""
@@ -84,12 +89,11 @@ class BlackHoleStalls:
 
 def stalls_for(params, mtu=None) -> BlackHoleStalls:
     """A judge from a detector's own ``stall_s`` and ``stall_retransmits_min`` and the MTU
-    detector's parameters ``mtu`` (its defaults when None) for the rest: the MTU detector's own,
+    detector's parameters ``mtu`` (the crawl defaults above when None) for the rest: the MTU detector's own,
     and what the levels and diurnal detectors use when no MTU detector runs on the path to share
     its own."""
     if mtu is None:
-        from pathwatch.models.detectors.mtu import MtuParams
-
-        mtu = MtuParams()
+        return BlackHoleStalls(params.stall_s, params.stall_retransmits_min, CRAWL_FRACTION, USUAL_RUNS,
+                               MIN_USUAL_RUNS)
     return BlackHoleStalls(params.stall_s, params.stall_retransmits_min, mtu.crawl_fraction, mtu.usual_runs,
                            mtu.min_usual_runs)

@@ -30,12 +30,12 @@ app.add_typer(stack_app, name="stack")
 from pathwatch.db.cli import app as db_app  # noqa: E402
 from pathwatch.streaming.cli import app as pipeline_app  # noqa: E402
 
-from pathwatch.ingest.publish_cli import publish as _publish  # noqa: E402
+from pathwatch.collector.publish_cli import publish as _publish  # noqa: E402
 
 app.add_typer(db_app, name="db")
 app.command(name="publish")(_publish)
 
-from pathwatch.ingest.collect_cli import register as _register_collect  # noqa: E402
+from pathwatch.collector.collect_cli import register as _register_collect  # noqa: E402
 
 _register_collect(app)
 app.add_typer(pipeline_app, name="pipeline")
@@ -48,11 +48,11 @@ from pathwatch.tickets.cli import app as tickets_app  # noqa: E402
 
 app.add_typer(tickets_app, name="tickets")
 
-from pathwatch.lab.cli import notebook as _notebook  # noqa: E402
+from pathwatch.notebooks.cli import notebook as _notebook  # noqa: E402
 
 app.command(name="notebook")(_notebook)
 
-from pathwatch.netlab.cli import app as netlab_app  # noqa: E402
+from pathwatch.lab.cli import app as netlab_app  # noqa: E402
 
 app.add_typer(netlab_app, name="lab")
 
@@ -304,7 +304,7 @@ def simulate(
     days: Annotated[int, typer.Option(min=4, help="Days of measurements.")] = 21,
     start: Annotated[Optional[str], typer.Option(help="RFC 3339 start of the simulated period (default: a fixed date).")] = None,
     cadence: Annotated[Optional[list[str]], typer.Option(help="NAME=SECONDS: how often a test runs, e.g. throughput_s=21600 (names: latency_s, latency_packets, throughput_s, throughput_jitter_s, throughput_run_s, trace_s, tracepath_s).")] = None,
-    benign: Annotated[bool, typer.Option("--benign/--no-benign", help="The benign behaviour catalogue (busy-hour standing queues, partly answering and slow routers, ICMP rate limiting, asymmetric routes, NTP corrections, reboots, loaded hosts, cross-traffic, skipped runs; pathwatch/sim/benign.py) and its untuned host. --no-benign: the meshes of before the catalogue.")] = True,
+    benign: Annotated[bool, typer.Option("--benign/--no-benign", help="The benign behaviour catalogue (busy-hour standing queues, partly answering and slow routers, ICMP rate limiting, asymmetric routes, NTP corrections, reboots, loaded hosts, cross-traffic, skipped runs; sim/benign.py) and its untuned host. --no-benign: the meshes of before the catalogue.")] = True,
     benign_only: Annotated[bool, typer.Option("--benign-only", help="No pathology at all, only the benign catalogue: no labels, every alarm is false.")] = False,
 ) -> None:
     """Write a simulated measurement mesh with injected pathologies, in the tools' real formats, and its labels."""

@@ -54,7 +54,7 @@ def run_demo(options: DemoOptions, console: Console, err: Console) -> int:
     err.rule("3/5 pipeline jobs")
     pipeline.start(settings, report=lambda line: err.print(f"  {line}", markup=False))
     err.rule("4/5 simulated mesh → raw topic")
-    from pathwatch.ingest.publish import RawPublisher
+    from pathwatch.collector.publish import RawPublisher
 
     publisher = RawPublisher(settings.bootstrap, settings.topics["raw"])
     cluster = publisher.cluster_id()
@@ -133,7 +133,7 @@ def published_to(folder: Path) -> str | None:
 def _simulate_and_publish(folder: Path, options: DemoOptions, publisher, cluster: str, err: Console) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from pathwatch.ingest.publish import RateLimit, messages_of, publish_messages
+    from pathwatch.collector.publish import RateLimit, messages_of, publish_messages
     from pathwatch.ingest.reader import read_items
     from pathwatch.sim.command import run_simulate
 

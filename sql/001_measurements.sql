@@ -1,4 +1,4 @@
--- Canonical measurements (pathwatch/contract/schemas/measurement.v1.schema.json), one hypertable
+-- Canonical measurements (contract/schemas/measurement.v1.schema.json), one hypertable
 -- per kind. Every row's key is the record's deterministic id plus its time (TimescaleDB needs
 -- the partitioning column in every unique index), so the pipeline's writes are upserts.
 
@@ -134,7 +134,7 @@ CREATE TABLE trace_hops (
 );
 CREATE INDEX trace_hops_ip ON trace_hops (ip);
 
--- Anomaly episodes (pathwatch/contract/schemas/anomaly.v1.schema.json): one row per id, updated
+-- Anomaly episodes (contract/schemas/anomaly.v1.schema.json): one row per id, updated
 -- in place as the episode grows and closes.
 CREATE TABLE anomalies (
     id                uuid        PRIMARY KEY,

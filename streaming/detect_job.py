@@ -221,7 +221,7 @@ def keyed_by_first_field(stream, value_type):
     return KeyedStream(j_keyed, value_type, stream)
 
 
-# Each record with its path key in front: the Kafka key the normalise job wrote (models.incidents.path_key),
+# Each record with its path key in front: the Kafka key the normalise job wrote (contract.keys.path_key),
 # or for a record without one, the same key from its ends. Keyed in Java: no record crosses into Python to be keyed.
 KEYED_RECORDS = ("SELECT COALESCE(k, CONCAT(COALESCE(JSON_VALUE(v, '$.source'), ''), '>', "
                  "COALESCE(JSON_VALUE(v, '$.destination'), ''))) AS k, v FROM records_in")

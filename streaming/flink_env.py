@@ -41,11 +41,15 @@ def resume_point(settings: PipelineSettings, job: str) -> Path | None:
     return max(points, key=lambda path: (path / "_metadata").stat().st_mtime, default=None)
 
 
+def flink_name(job: str) -> str:
+    """The job's name in the cluster (what the web UI lists)."""
+    return f"pathwatch-{job}"
+
+
 def configuration(settings: PipelineSettings, job: str) -> dict[str, str]:
     """Flink settings of ``job``: thread mode, connector jars, checkpointing, restarts."""
     from pathwatch.stack import flink
     from pathwatch.stack.config import resolve
-    from pathwatch.streaming.pipeline import flink_name
 
     folder = settings.checkpoints / job
     interval = settings.store_checkpoint_interval_s if job == "store" else settings.checkpoint_interval_s

@@ -22,7 +22,7 @@ from pathwatch.contract.ids import PATHWATCH_NAMESPACE
 from pathwatch.contract.timefmt import format_utc
 from pathwatch.ingest.parse import Defaults, parse_item
 from pathwatch.ingest.reader import read_items
-from pathwatch.models.incidents import path_key
+from pathwatch.contract.keys import path_key
 from pathwatch.models.observe import epoch
 
 RECORD, DEAD = "record", "dead"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathwatch.stack.flink_rest import FlinkRest, FlinkRestError
-from pathwatch.streaming.flink_env import resume_point
+from pathwatch.streaming.flink_env import flink_name, resume_point
 from pathwatch.streaming.settings import PipelineSettings, write_file
 
 JOBS = ("normalise", "detect", "store")
@@ -50,11 +50,6 @@ class JobStatus:
     def to_dict(self) -> dict:
         return {"name": self.name, "running": self.running, "flink_job_id": self.flink_job_id, "state": self.state,
                 "checkpoint": self.checkpoint, "lag": self.lag, "backpressure": self.backpressure, "info": self.info}
-
-
-def flink_name(job: str) -> str:
-    """The job's name in the cluster (what the web UI lists)."""
-    return f"pathwatch-{job}"
 
 
 def _rest(settings: PipelineSettings) -> FlinkRest:

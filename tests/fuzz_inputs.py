@@ -1,7 +1,7 @@
 """Mutated real inputs for the fuzz test (tests/test_fuzz.py) and bench/fuzz_bench.py.
 
 Seeds are the real fixtures of one format (tests/fixtures/FORMAT, tests/fixtures/real_samples,
-pathwatch/examples): each line of a JSON Lines file, each other file whole. A mutated input is a
+ingest/example_envelopes): each line of a JSON Lines file, each other file whole. A mutated input is a
 seed with one to three mutations: byte flips, truncation, duplicated lines, huge numbers, values
 of the wrong type, unicode, the lines of a text payload dropped, repeated or garbled, deep
 nesting and repeated slices (long traces, long lines).
@@ -50,7 +50,7 @@ def seeds(fmt: str) -> list[bytes]:
     """The real inputs of ``fmt``: each line of its JSON Lines files, each other file whole."""
     files = [p for p in (FIXTURES / fmt).rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl", ".txt"}]
     files += [p for p in (FIXTURES / "real_samples" / SAMPLE_DIRS.get(fmt, fmt)).rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl", ".txt"}]
-    files += [p for p in (FIXTURES / "real_samples" / f"{fmt}.jsonl", ROOT / "pathwatch" / "examples" / f"{fmt}.jsonl") if p.is_file()]
+    files += [p for p in (FIXTURES / "real_samples" / f"{fmt}.jsonl", ROOT / "ingest" / "example_envelopes" / f"{fmt}.jsonl") if p.is_file()]
     found: list[bytes] = []
     for path in sorted(files):
         data = path.read_bytes()

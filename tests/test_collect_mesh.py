@@ -15,14 +15,15 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pathwatch.ingest.collect import (TOOLS, Collector, Dispatcher, Due, Log, Schedule, ToolRun, outcome_of,
+from pathwatch.collector.collect import (TOOLS, Collector, Dispatcher, Due, Log, Schedule, ToolRun, outcome_of,
                                       timeout_of)
-from pathwatch.ingest.collect_cli import register
-from pathwatch.ingest.mesh import (MeshError, address_is_local, expand, find_local_host, load_mesh, mesh_from_data,
-                                   seconds, tasks_for)
+from pathwatch.collector.collect_cli import register
+from pathwatch.collector.mesh_config import (MeshError, address_is_local, expand, find_local_host, mesh_from_data,
+                                             seconds, tasks_for)
+from pathwatch.collector.mesh_file import load_mesh
 from pathwatch.ingest.parse import parse_value
 
-EXAMPLE = Path(__file__).parent.parent / "ingest" / "mesh.example.yaml"
+EXAMPLE = Path(__file__).parent.parent / "collector" / "mesh.example.yaml"
 
 
 def mesh_data(**changes) -> dict:

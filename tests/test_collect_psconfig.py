@@ -1,4 +1,4 @@
-"""pSConfig templates (ingest/psconfig.py) read as meshes by `pathwatch collect --mesh` and `pathwatch db hosts`."""
+"""pSConfig templates (collector/psconfig.py) read as meshes by `pathwatch collect --mesh` and `pathwatch db hosts`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import typer
 from typer.testing import CliRunner
 
 from pathwatch.db.hosts import read_hosts
-from pathwatch.ingest.collect_cli import register
-from pathwatch.ingest.mesh import MeshError, load_mesh, tasks_for
+from pathwatch.collector.collect_cli import register
+from pathwatch.collector.mesh_config import MeshError, tasks_for
+from pathwatch.collector.mesh_file import load_mesh
 
 FIXTURE = Path(__file__).parent / "fixtures" / "psconfig" / "two-sites.json"
 A, B, C = "ps-a.site-a.example.net", "ps-b.site-b.example.net", "ps-c.site-b.example.net"

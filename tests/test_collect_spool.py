@@ -1,4 +1,4 @@
-"""The collector's spool (ingest/spool.py) and the publisher that sends through it, without Kafka.
+"""The collector's spool (collector/spool.py) and the publisher that sends through it, without Kafka.
 
 The publisher's Kafka side is checked against the real broker by tests/faults/test_collector_kill.py;
 here a stand-in producer plays the broker so that the retry path can be driven step by step.
@@ -15,8 +15,8 @@ import time
 import orjson
 import pytest
 
-from pathwatch.ingest.spool import Spool, SpoolError, count_unacknowledged
-from pathwatch.ingest.spooled_publisher import SpooledPublisher
+from pathwatch.collector.spool import Spool, SpoolError, count_unacknowledged
+from pathwatch.collector.spooled_publisher import SpooledPublisher
 
 
 def _values(n: int, start: int = 0) -> list[bytes]:
@@ -91,7 +91,7 @@ def test_a_spooled_value_must_be_one_line(tmp_path):
 def test_a_process_killed_with_sigkill_leaves_every_unacknowledged_line(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
-        from pathwatch.ingest.spool import Spool
+        from pathwatch.collector.spool import Spool
         spool = Spool({str(tmp_path)!r}, segment_lines=7, fsync=False)
         spool.open()
         for i in range(50):

@@ -38,7 +38,7 @@ def _collect(tmp_path: Path, tests: list[dict], *extra: str, timeout: float = 60
     mesh = tmp_path / "mesh.yaml"
     mesh.write_text(yaml.safe_dump({"name": "loopback", "hosts": HOSTS, "groups": GROUPS, "tests": tests}))
     out = tmp_path / "out.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pathwatch.ingest.collect_cli", "--mesh", str(mesh), "--host", "here",
+    done = subprocess.run([sys.executable, "-m", "pathwatch.collector.collect_cli", "--mesh", str(mesh), "--host", "here",
                            "--out", str(out), *extra], capture_output=True, text=True, timeout=timeout)  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr
     envelopes = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
@@ -110,7 +110,7 @@ def test_sigterm_stops_the_collector_without_publishing_half_runs(tmp_path):
     tests = [_test("rtt", "latency", "ping", count=100, interval=0.2)]
     mesh.write_text(yaml.safe_dump({"hosts": HOSTS, "groups": GROUPS, "tests": tests}))
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "pathwatch.ingest.collect_cli", "--mesh", str(mesh), "--host",
+    proc = subprocess.Popen([sys.executable, "-m", "pathwatch.collector.collect_cli", "--mesh", str(mesh), "--host",
                              "here", "--out", str(out)], stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         time.sleep(2.0)

@@ -6,12 +6,9 @@ import doctest
 import importlib
 import pkgutil
 
-# The top-level folders are mapped into the pathwatch package (see pyproject.toml), so each
-# package is walked from its own path rather than from pathwatch's.
-PACKAGES = ("pathwatch", "pathwatch.contract", "pathwatch.ingest", "pathwatch.ingest.formats",
-            "pathwatch.models", "pathwatch.models.detectors", "pathwatch.sim", "pathwatch.evaluation",
-            "pathwatch.streaming", "pathwatch.stack", "pathwatch.db", "pathwatch.sql", "pathwatch.dashboards",
-            "pathwatch.netlab")
+from tests.layout import packages
+
+PACKAGES = tuple(packages())
 
 
 def _modules():

@@ -23,7 +23,7 @@ from pathwatch.ingest.reader import Limits, read_items, read_stream
 
 from .conftest import FIXTURES, envelope
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "pathwatch" / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "ingest" / "example_envelopes"
 INPUT_FILES = sorted(p for p in [*FIXTURES.rglob("*"), *EXAMPLES.glob("*")]
                      if p.is_file() and p.suffix in {".json", ".jsonl", ".txt"})
 MIB = 2**20
@@ -230,7 +230,7 @@ class _FakePublisher:
 
 
 def test_publish_sends_each_line_byte_for_byte_and_reports_a_line_over_the_limit(tmp_path, monkeypatch):
-    import pathwatch.ingest.publish as publish
+    import pathwatch.collector.publish as publish
 
     monkeypatch.setattr(publish, "RawPublisher", _FakePublisher)
     _FakePublisher.sent = []

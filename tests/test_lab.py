@@ -16,8 +16,8 @@ from statistics import median
 
 import pytest
 
-from pathwatch.netlab.apply import Lab
-from pathwatch.netlab.topology import Topology
+from pathwatch.lab.apply import Lab
+from pathwatch.lab.topology import Topology
 from tests.lab.udp_flows import counts
 
 pytestmark = pytest.mark.lab

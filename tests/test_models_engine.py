@@ -17,7 +17,7 @@ from pathwatch.models.engine import replay
 from tests.detector_series import DAY, T0, latency_times
 
 PATHWATCH = str(Path(sys.executable).with_name("pathwatch"))
-EXAMPLES = sorted(str(p) for p in (Path(__file__).parents[1] / "pathwatch" / "examples").glob("*.jsonl"))
+EXAMPLES = sorted(str(p) for p in (Path(__file__).parents[1] / "ingest" / "example_envelopes").glob("*.jsonl"))
 
 
 def _latency_record(source: str, t: float, dmin: float, lost: int) -> dict:

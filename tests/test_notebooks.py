@@ -1,4 +1,4 @@
-"""The notebooks without a stack: committed clean and valid, and the pure parts of pathwatch.lab.
+"""The notebooks without a stack: committed clean and valid, and the pure parts of pathwatch.notebooks.
 
 The notebooks themselves run top to bottom against the test stack in test_notebooks_stack.py.
 Here: every notebook is valid nbformat, has no outputs or execution counts, one parameters
@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 import requests
 
-from pathwatch import lab
-from pathwatch.lab import backtest
-from pathwatch.lab.notebooks import NOTEBOOK_DIR, execute, has_outputs, inject_parameters, strip, tagged_output
+from pathwatch import notebooks as helpers
+from pathwatch.notebooks import backtest
+from pathwatch.notebooks.runner import NOTEBOOK_DIR, execute, has_outputs, inject_parameters, strip, tagged_output
 
 NOTEBOOKS = ("01_explore_path.ipynb", "02_backtest_detectors.ipynb", "03_train_model.ipynb",
              "04_investigate_anomaly.ipynb")
@@ -46,15 +46,15 @@ def test_the_four_notebooks_are_there_and_nothing_else():
 def test_notebook_is_valid_stripped_and_parameterised(name):
     nb = _read(name)
     nbformat.validate(nb)
-    assert has_outputs(nb) == [], f"{name}: commit it stripped (python -m pathwatch.lab.notebooks strip {name})"
+    assert has_outputs(nb) == [], f"{name}: commit it stripped (python -m pathwatch.notebooks.runner strip {name})"
     assert nb.metadata["kernelspec"]["name"] == "python3"
     tags = [tag for cell in nb.cells for tag in cell.get("metadata", {}).get("tags", [])]
     assert tags.count("parameters") == 1 and tags.count("summary") == 1
     assert "injected-parameters" not in tags
     code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
-    # Queries live in pathwatch.lab, once; notebooks only call it.
+    # Queries live in pathwatch.notebooks, once; notebooks only call it.
     for word in ("SELECT ", "FROM ", "psycopg.connect"):
-        assert word not in code, f"{name} has its own SQL/connection ({word.strip()}); put it in lab/data.py"
+        assert word not in code, f"{name} has its own SQL/connection ({word.strip()}); put it in notebooks/data.py"
     assert "postgresql://" not in code, f"{name} hard-codes a DSN"
 
 
@@ -69,7 +69,7 @@ def test_strip_removes_outputs_and_counts():
 def test_lab_docstring_examples_pass():
     attempted = 0
     for name in ("data", "plots", "notebooks", "cli", "backtest", "incidents"):
-        module = importlib.import_module(f"pathwatch.lab.{name}")
+        module = importlib.import_module(f"pathwatch.notebooks.{name}")
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, f"doctest failures in {module.__name__}"
         attempted += result.attempted
@@ -77,19 +77,19 @@ def test_lab_docstring_examples_pass():
 
 
 def test_dsn_comes_from_the_argument_then_the_environment():
-    env = {lab.DSN_ENV: "postgresql://ro@envhost/db"}
-    assert lab.resolve_dsn("postgresql://ro@arghost/db", environ=env) == "postgresql://ro@arghost/db"
-    assert lab.resolve_dsn(None, environ=env) == "postgresql://ro@envhost/db"
+    env = {helpers.DSN_ENV: "postgresql://ro@envhost/db"}
+    assert helpers.resolve_dsn("postgresql://ro@arghost/db", environ=env) == "postgresql://ro@arghost/db"
+    assert helpers.resolve_dsn(None, environ=env) == "postgresql://ro@envhost/db"
 
 
 def test_dsn_falls_back_to_the_stack_of_pathwatch_home(tmp_path, monkeypatch):
     from pathwatch import stack
 
-    monkeypatch.delenv(lab.DSN_ENV, raising=False)
+    monkeypatch.delenv(helpers.DSN_ENV, raising=False)
     monkeypatch.setenv("PATHWATCH_HOME", str(tmp_path))
     monkeypatch.setenv("PATHWATCH_POSTGRES_PORT", "25999")
     expected = stack.status().database_url_readonly
-    assert lab.resolve_dsn(None) == expected
+    assert helpers.resolve_dsn(None) == expected
     assert "pathwatch_ro" in expected and ":25999/" in expected
 
 
@@ -99,19 +99,19 @@ def test_route_summary_counts_routes_and_their_comebacks():
     traces = pd.DataFrame({"time": [t0 + timedelta(minutes=10 * i) for i in range(len(ids))], "path_id": ids,
                            "as_path_id": ["x"] * len(ids), "hop_count": [5, 5, 6, 5, 6, 6, 7],
                            "reached": [True, True, True, True, True, True, False]})
-    summary = lab.route_summary(traces)
+    summary = helpers.route_summary(traces)
     assert summary["path_id"].tolist() == ["a", "b", "c"]
     assert summary["traces"].tolist() == [3, 3, 1]
     assert summary["stretches"].tolist() == [2, 2, 1]
     assert summary["reached"].tolist() == [True, True, False]
     assert summary["share"].sum() == pytest.approx(1.0)
-    assert lab.route_stretches(traces)["path_id"].tolist() == ["a", "b", "a", "b", "c"]
+    assert helpers.route_stretches(traces)["path_id"].tolist() == ["a", "b", "a", "b", "c"]
 
 
 def test_hop_table_lines_routes_up_by_ttl():
     rows = pd.DataFrame({"path_id": ["r1"] * 3 + ["r2"] * 4, "ttl": [1, 2, 3, 1, 2, 3, 4],
                          "ip": ["10.0.0.1", "10.1.0.1", "10.2.0.1", "10.0.0.1", None, "10.3.0.1", "10.2.0.1"]})
-    table = lab.hop_table(rows, order=["r1", "r2"])
+    table = helpers.hop_table(rows, order=["r1", "r2"])
     assert table.index.tolist() == [1, 2, 3, 4]
     assert table["r1"].tolist() == ["10.0.0.1", "10.1.0.1", "10.2.0.1", ""]
     assert table["r2"].tolist() == ["10.0.0.1", "*", "10.3.0.1", "10.2.0.1"]
@@ -121,9 +121,9 @@ def test_suspect_hops_are_those_every_troubled_neighbour_shares():
     neighbours = pd.DataFrame({"source": ["a", "b", "c"], "destination": ["x", "y", "z"],
                                "shared_ips": ["10.0.0.1, 10.0.0.7", "10.0.0.7", "10.0.0.1"],
                                "anomalies_in_window": [2, 1, 0]})
-    assert lab.suspect_hops(neighbours) == ["10.0.0.7"]
-    assert lab.suspect_hops(neighbours.assign(anomalies_in_window=0)) == []
-    assert lab.suspect_hops(neighbours.iloc[0:0]) == []
+    assert helpers.suspect_hops(neighbours) == ["10.0.0.7"]
+    assert helpers.suspect_hops(neighbours.assign(anomalies_in_window=0)) == []
+    assert helpers.suspect_hops(neighbours.iloc[0:0]) == []
 
 
 def _anomaly(kind, source, destination, start, severity="warning"):
@@ -134,7 +134,7 @@ def _anomaly(kind, source, destination, start, severity="warning"):
 
 
 def test_incident_table_groups_anomalies_by_incident_with_the_root_first():
-    from pathwatch.lab.incidents import incident_table
+    from pathwatch.notebooks.incidents import incident_table
 
     dark = _anomaly("no_data", "a", "c", 7200.0)
     # Members of the host incident on other paths, one starting before the root, one more severe.
@@ -158,7 +158,7 @@ def test_incident_table_groups_anomalies_by_incident_with_the_root_first():
 def test_incident_table_of_database_rows_lets_the_earliest_member_stand_in_for_a_missing_root():
     import uuid
 
-    from pathwatch.lab.incidents import incident_table
+    from pathwatch.notebooks.incidents import incident_table
 
     t0 = pd.Timestamp("2026-01-01", tz="UTC")
     root, first, second, v1 = (uuid.uuid4() for _ in range(4))
@@ -177,10 +177,10 @@ def test_incident_table_of_database_rows_lets_the_earliest_member_stand_in_for_a
 
 
 def test_pickers_refuse_an_empty_database():
-    with pytest.raises(lab.LabError):
-        lab.most_eventful_path(pd.DataFrame(columns=["source", "destination", "anomaly_kinds", "anomalies"]))
-    with pytest.raises(lab.LabError):
-        lab.most_interesting_anomaly(pd.DataFrame(columns=["id", "kind", "severity", "start"]))
+    with pytest.raises(helpers.NotebookError):
+        helpers.most_eventful_path(pd.DataFrame(columns=["source", "destination", "anomaly_kinds", "anomalies"]))
+    with pytest.raises(helpers.NotebookError):
+        helpers.most_interesting_anomaly(pd.DataFrame(columns=["id", "kind", "severity", "start"]))
 
 
 def test_plot_path_shades_each_anomaly_window_on_every_panel():
@@ -200,7 +200,7 @@ def test_plot_path_shades_each_anomaly_window_on_every_panel():
     }
     found = pd.DataFrame({"start": [times[24], times[30]], "end_time": [times[40], None],
                           "detected_at": [times[25], times[31]], "kind": ["loss_step", "throughput_drop"]})
-    fig = lab.plot_path(series, found, title="a → b", start=times[0], end=times[-1])
+    fig = helpers.plot_path(series, found, title="a → b", start=times[0], end=times[-1])
     try:
         assert len(fig.axes) == 4
         for ax in fig.axes:

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from pathwatch.lab.notebooks import NOTEBOOK_DIR, execute, tagged_output
+from pathwatch.notebooks.runner import NOTEBOOK_DIR, execute, tagged_output
 
 pytestmark = pytest.mark.stack
 
@@ -59,11 +59,11 @@ def _one(url: str, sql: str, args=()):
 def test_the_notebook_role_cannot_write(stacked):
     import psycopg
 
-    from pathwatch import lab
+    from pathwatch import notebooks as helpers
 
     # The session is read-only even where the role could write (a temporary table, or an owner DSN).
     for url in (stacked["readonly"], stacked["owner"]):
-        with lab.connect(url) as connection:
+        with helpers.connect(url) as connection:
             with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
                 connection.execute("CREATE TEMP TABLE scratch (a int)")
     with psycopg.connect(stacked["readonly"], autocommit=True) as connection:

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from pathwatch.stack import procs
+from tests.layout import product_folders
 from pathwatch.stack.config import ConfigError, StackConfig, resolve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,7 +156,7 @@ def test_rt_site_config_names_loopback(tmp_path, launches):
 
 
 def test_jupyterlab_binds_loopback_and_its_token_is_not_on_the_command_line(tmp_path):
-    from pathwatch.lab.cli import lab_command, notebook_environment
+    from pathwatch.notebooks.cli import lab_command, notebook_environment
 
     command = lab_command(18888, tmp_path, open_browser=False)
     assert "--ip=127.0.0.1" in command
@@ -294,7 +295,7 @@ def _client_configs(monkeypatch) -> list[dict]:
 
 
 def test_every_python_kafka_client_takes_the_security_settings(tmp_path, monkeypatch):
-    from pathwatch.ingest.publish import RawPublisher
+    from pathwatch.collector.publish import RawPublisher
     from pathwatch.stack.kafka import Kafka, create_topics
     from pathwatch.stack.kafka_security import SASL_PASSWORD_ENV
     from pathwatch.streaming.pipeline import consumer_lag
@@ -317,8 +318,8 @@ def test_every_python_kafka_client_takes_the_security_settings(tmp_path, monkeyp
 def test_no_kafka_client_is_configured_outside_the_one_place():
     """Product code makes Kafka client configurations only through pathwatch.stack.kafka_security."""
     offenders = []
-    for package in ("pathwatch", "ingest", "streaming", "tickets", "lab"):
-        for path in (REPO / package).rglob("*.py"):
+    for folder in product_folders():
+        for path in folder.rglob("*.py"):
             text = path.read_text()
             if path.name != "kafka_security.py" and re.search(r"""["']bootstrap\.servers["']\s*:""", text):
                 offenders.append(str(path.relative_to(REPO)))
@@ -378,7 +379,7 @@ def test_security_md_lists_every_component_and_only_real_settings():
     named = set(re.findall(r"`((?:kafka|postgres|database|superset|flink|rt|alertmanager|pipeline|tickets)_[a-z_]+)`", text))
     assert named and named <= fields, f"SECURITY.md names settings that do not exist: {named - fields}"
     environment = set(re.findall(r"`(PATHWATCH_[A-Z_]+)`", text))
-    known = [path for package in ("pathwatch", "ingest", "streaming", "tickets", "lab") for path in (REPO / package).rglob("*.py")]
+    known = [path for folder in product_folders() for path in folder.rglob("*.py")]
     source = "\n".join(path.read_text() for path in known) + (REPO / "docker-compose.yml").read_text()
     from pathwatch.stack.config import env_name
 

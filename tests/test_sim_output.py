@@ -12,7 +12,7 @@ from pathwatch.ingest.files import parse_paths
 from pathwatch.sim.command import run_simulate
 from pathwatch.sim.config import SimConfig
 from pathwatch.sim.generate import path_lines, plan
-from pathwatch.sim.scenario import KINDS
+from pathwatch.sim.pathologies import KINDS
 
 
 def _simulate(out, **options) -> tuple[int, str]:

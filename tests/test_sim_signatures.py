@@ -14,7 +14,7 @@ import pytest
 from pathwatch.ingest.parse import parse_value
 from pathwatch.sim.config import DAY_S, Cadences, SimConfig
 from pathwatch.sim.generate import path_lines, plan
-from pathwatch.sim.scenario import Episode
+from pathwatch.sim.episode import Episode
 
 # Sparser latency and trace tests than the defaults keep the parsing quick; throughput as default.
 # The benign catalogue is off: each pathology's own signature, exactly (the catalogue's: test_sim_benign.py).

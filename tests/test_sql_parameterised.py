@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.layout import product_folders
+
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ("pathwatch", "ingest", "models", "streaming", "tickets", "dashboards", "lab", "sql")
+PRODUCT = tuple(folder.name for folder in product_folders())
 
 # method name -> index of the SQL argument; ``copy`` only counts with an argument (dict.copy() has none)
 METHODS = {"execute": 0, "executemany": 0, "copy": 0}
@@ -148,8 +150,8 @@ def product_files() -> list[Path]:
 
 def test_the_walk_covers_the_product_and_its_sql_helpers():
     files = {str(p.relative_to(ROOT)) for p in product_files()}
-    for expected in ("lab/data.py", "lab/incidents.py", "pathwatch/demo.py", "pathwatch/db/hosts.py",
-                     "tickets/service.py", "dashboards/deploy.py", "pathwatch/stack/timescale.py"):
+    for expected in ("notebooks/data.py", "notebooks/incidents.py", "pathwatch/demo.py", "db/hosts.py",
+                     "tickets/service.py", "dashboards/deploy.py", "stack/timescale.py"):
         assert expected in files
     assert not any(f.startswith(("tests/", "bench/")) for f in files)
 

@@ -127,8 +127,8 @@ def test_files_the_images_copy_exist_and_are_the_local_stacks():
             if line.startswith("COPY") and "--from" not in line:
                 for source in line.split()[1:-1]:
                     assert (REPO / source).exists(), f"{dockerfile} copies {source}, which is missing"
-    assert "pathwatch/stack/assets/flink/pom.xml" in (REPO / "Dockerfile").read_text()
-    assert "pathwatch/stack/assets/superset/superset_config.py" in (REPO / "docker/superset.Dockerfile").read_text()
+    assert "stack/assets/flink/pom.xml" in (REPO / "Dockerfile").read_text()
+    assert "stack/assets/superset/superset_config.py" in (REPO / "docker/superset.Dockerfile").read_text()
     assert "psycopg2-binary==2.9.13" in asset("superset", "requirements.txt").read_text()
     assert "psycopg2-binary==2.9.13" in (REPO / "docker/superset.Dockerfile").read_text()
 

@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from pathwatch.models.anomaly import Anomaly
 from pathwatch.models.base import Detector, Params
 from pathwatch.models.observe import ThroughputObs, TraceObs
-from pathwatch.models.stall import BlackHoleStalls, stalls_for
+from pathwatch.models.stall import CRAWL_FRACTION, MIN_USUAL_RUNS, USUAL_RUNS, BlackHoleStalls, stalls_for
 
 
 @dataclass(frozen=True)
 class MtuParams(Params):
     stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall ...
     stall_retransmits_min: int = 2  # ... when they retransmit this much (RTO expiries) ...
-    crawl_fraction: float = 0.05  # ... and the run's window (else rate) stays under this share of the usual runs'
-    usual_runs: int = 10          # the path's last runs that were not a black hole's, the usual ones
-    min_usual_runs: int = 3       # with fewer usual runs known, the stall alone decides
+    crawl_fraction: float = CRAWL_FRACTION  # ... and the run's window (else rate) stays under this share of the usual runs'
+    usual_runs: int = USUAL_RUNS            # the path's last runs that were not a black hole's, the usual ones
+    min_usual_runs: int = MIN_USUAL_RUNS    # with fewer usual runs known, the stall alone decides
     evidence_needed: int = 2    # signatures in a row before opening (one of each kind also does)
     clean_needed: int = 2       # clean observations in a row that close it
 

@@ -88,7 +88,7 @@ class CollectorKill:
 
     def _spooled(self) -> int:
         """Lines in the spool not acknowledged (read from its files: a running collector holds its lock)."""
-        from pathwatch.ingest.spool import count_unacknowledged
+        from pathwatch.collector.spool import count_unacknowledged
 
         return count_unacknowledged(self.spool)
 

@@ -137,7 +137,8 @@ class Paced:
         return self
 
     def _run(self) -> None:
-        from pathwatch.ingest.publish import RawPublisher, path_key
+        from pathwatch.collector.publish import RawPublisher
+        from pathwatch.contract.keys import envelope_key
 
         try:
             # Kafka may be away for a while: keep each message up to 15 minutes before failing,
@@ -150,7 +151,7 @@ class Paced:
                     if ahead > 0:
                         time.sleep(ahead)
                     try:
-                        key = path_key(orjson.loads(body))
+                        key = envelope_key(orjson.loads(body))
                     except orjson.JSONDecodeError:
                         key = None
                     publisher.send(body, key)

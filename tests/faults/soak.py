@@ -279,7 +279,9 @@ class Stream:
     def _run(self) -> None:
         import orjson
 
-        from pathwatch.ingest.publish import RawPublisher, path_key
+        from pathwatch.collector.publish import RawPublisher
+
+        from pathwatch.contract.keys import envelope_key
 
         try:
             with RawPublisher(self.settings.bootstrap, self.settings.topics["raw"]) as publisher, \
@@ -295,7 +297,7 @@ class Stream:
                     ahead = started + self.done / self.rate - time.monotonic()
                     if ahead > 0:
                         time.sleep(ahead)
-                    publisher.send(body, path_key(orjson.loads(body)))
+                    publisher.send(body, envelope_key(orjson.loads(body)))
                     self.done += 1
         except BaseException as error:
             self.error = error

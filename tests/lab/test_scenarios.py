@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from pathwatch.netlab.scenario import HOURLY_KINDS, RUN_SLACK_S, SCENARIOS
+from pathwatch.lab.scenario import HOURLY_KINDS, RUN_SLACK_S, SCENARIOS
 from tests.faults.matrix import CLI, REPO
 from tests.test_stack_integration import _environment, prepared_home
 

@@ -73,12 +73,13 @@ def _wait_caught_up(settings, timeout: float = 600) -> None:
 
 
 def _publish(settings, messages: list[bytes]) -> None:
-    from pathwatch.ingest.publish import RawPublisher, path_key
+    from pathwatch.collector.publish import RawPublisher
+    from pathwatch.contract.keys import envelope_key
 
     with RawPublisher(settings.bootstrap, settings.topics["raw"]) as publisher:
         for body in messages:
             try:
-                key = path_key(orjson.loads(body))
+                key = envelope_key(orjson.loads(body))
             except orjson.JSONDecodeError:
                 key = None
             publisher.send(body, key)

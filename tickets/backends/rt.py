@@ -1,7 +1,7 @@
 """Request Tracker 5 through REST2 (token auth): the ticket system the NOC works in.
 
 Each ticket carries custom fields made by the stack's initial data
-(``pathwatch/stack/assets/rt/initialdata.pl``): ``pathwatch-key`` (the problem key; found
+(``stack/assets/rt/initialdata.pl``): ``pathwatch-key`` (the problem key; found
 again with TicketSQL), ``pathwatch-state`` (the anomalies it covers, JSON) and, to be
 searched, ``pathwatch-anomalies`` (their ids) and ``pathwatch-paths`` (the paths still
 affected). A comment and
