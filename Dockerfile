@@ -24,10 +24,22 @@ COPY --from=connectors /build/jars/ /opt/flink/lib/
 RUN cp /opt/flink/opt/flink-python-*.jar /opt/flink/lib/
 WORKDIR /opt/pathwatch/src
 COPY pyproject.toml constraints.txt README.md ./
+# Every folder pyproject.toml maps into the package (tests/test_layout.py keeps this list whole).
 COPY pathwatch ./pathwatch
+COPY contract ./contract
 COPY ingest ./ingest
+COPY collector ./collector
 COPY models ./models
 COPY streaming ./streaming
+COPY sql ./sql
+COPY db ./db
+COPY dashboards ./dashboards
+COPY notebooks ./notebooks
+COPY lab ./lab
+COPY tickets ./tickets
+COPY sim ./sim
+COPY evaluation ./evaluation
+COPY stack ./stack
 RUN python3.11 -m venv /opt/pathwatch/venv \
  && /opt/pathwatch/venv/bin/pip install --no-cache-dir --disable-pip-version-check -c constraints.txt '.[flink]'
 ENV PATH=/opt/pathwatch/venv/bin:$PATH \

@@ -126,3 +126,8 @@ def test_the_docs_cite_only_files_the_repository_has():
             if cited.split("/")[0] in folders and not list(REPO.glob(cited)):
                 missing.append(f"{path}: {cited}")
     assert not missing, f"cited but not in the repository: {sorted(set(missing))}"
+
+
+def test_the_flink_image_copies_every_folder_of_the_package():
+    copied = set(re.findall(r"^COPY (\S+) \./\1$", (REPO / "Dockerfile").read_text(), flags=re.M))
+    assert copied == set(package_dirs().values()), "Dockerfile: pip install . needs every package folder"
