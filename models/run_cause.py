@@ -2,7 +2,7 @@
 
 A run is *degraded* when it falls well below its path's clean level, retransmits far more than
 it, or stalls at the start. Its cause is one of ``CAUSES``. Two namers share the same features:
-:func:`rule_cause` (hand-written thresholds from DOMAIN.md's signatures) and
+:func:`rule_cause` (hand-written thresholds from docs/pathologies.md's signatures) and
 :class:`RunCauseModel` (a random forest trained on labelled simulator runs, persisted with its
 metadata under ``models/artifacts/``). ``pathwatch.models.train_cause`` trains and compares them
 on held-out seeds; the level detector asks the model for ``likely_cause`` evidence.
@@ -69,7 +69,7 @@ def features(run: ThroughputObs, base: Baseline) -> np.ndarray:
 
 
 def rule_cause(f: np.ndarray) -> str:
-    """DOMAIN.md's signatures as thresholds on the features."""
+    """The signatures of docs/pathologies.md as thresholds on the features."""
     rate, log_retrans, _, cv, stall, rtt_ratio, pow2_gap = f
     if stall >= 2.0:
         return "mtu_blackhole"

@@ -3,7 +3,7 @@
 A black hole swallows every full-size segment: nothing is acknowledged, each retransmission
 timeout resends the head segment and resets the congestion window to one segment, again and
 again, so the run's start stalls with retransmits and the run never regains the path's window
-(DOMAIN.md: 380 kb/s where the path carries 2.67 Gb/s; iperf3's cwnd stays tiny). A start that
+(docs/pathologies.md, MTU black hole: 380 kb/s on a 2.67 Gb/s path; iperf3's cwnd stays tiny). A start that
 loses packets to congestion — a busy hour's full queue, a slow start overshooting on a long fat
 path — also moves little in its first seconds and retransmits, but each loss halves the window
 once (fast retransmit) and the run carries on within a few times of its usual window and rate.

@@ -1,4 +1,4 @@
-"""mtr --json: real mtr 0.95 reports from the namespace lab (tests/lab/netns_lab.sh, see
+"""mtr --json: real mtr 0.95 reports captured in a namespace lab (tests/fixtures/CAPTURE.md,
 tests/fixtures/mtr/README.md) plus a hand-written mtr 0.92 report (counts and tests as strings)."""
 
 from __future__ import annotations

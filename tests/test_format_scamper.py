@@ -1,5 +1,5 @@
 """scamper JSON: real scamper 20211212 (``-O json``) and sc_warts2json outputs from the namespace
-lab (tests/lab/netns_lab.sh, see tests/fixtures/scamper/README.md) plus a hand-written trace in
+lab (tests/fixtures/CAPTURE.md, tests/fixtures/scamper/README.md) plus a hand-written trace in
 the newer (2025) writer's shape: hostnames, ``no_hops`` and a ``pmtud`` block."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""tracepath text: real iputils 20221126 outputs from the namespace lab (tests/lab/netns_lab.sh,
-see tests/fixtures/tracepath/README.md) plus hand-written rare lines and a run cut short."""
+"""tracepath text: real iputils 20221126 outputs captured in a namespace lab (tests/fixtures/CAPTURE.md,
+tests/fixtures/tracepath/README.md) plus hand-written rare lines and a run cut short."""
 
 from __future__ import annotations
 

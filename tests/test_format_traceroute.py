@@ -1,5 +1,5 @@
-"""traceroute text: real traceroute 2.1.2 outputs from the namespace lab (tests/lab/netns_lab.sh,
-see tests/fixtures/traceroute/README.md) plus hand-written flag, AS and BSD traceroute6 cases."""
+"""traceroute text: real traceroute 2.1.2 outputs captured in a namespace lab (tests/fixtures/CAPTURE.md,
+tests/fixtures/traceroute/README.md) plus hand-written flag, AS and BSD traceroute6 cases."""
 
 from __future__ import annotations
 

@@ -46,8 +46,8 @@ def test_a_slow_start_on_a_long_fat_path_is_no_mtu_blackhole():
 @pytest.mark.parametrize("windows", [False, True])
 def test_stalls_that_retransmit_and_crawl_are_an_mtu_blackhole(windows):
     """Stalls that resend the lost segment at every timeout, the run crawling on at a few hundred
-    kb/s, its window a few segments: the black hole's own signature (DOMAIN.md: 380 kb/s on a
-    2.67 Gb/s path)."""
+    kb/s, its window a few segments: the black hole's own signature (docs/pathologies.md, MTU
+    black hole: 380 kb/s on a 2.67 Gb/s path)."""
     found = detect(long_fat_path(np.random.default_rng(1), stall_retransmits=4, keep=0.002, windows=windows))
     assert [a.kind for a in found if a.kind == "mtu_blackhole"], [a.summary for a in found]
 

@@ -1,4 +1,4 @@
-"""Each injected pathology leaves its DOMAIN.md signature in the parsed records, and healthy
+"""Each injected pathology leaves its signature (docs/pathologies.md) in the parsed records, and healthy
 paths look healthy. Episodes are placed by hand (fixed magnitudes) on a 7-host, 7-day mesh;
 only the paths under test are generated and parsed (with the project's parsers, which must
 accept every line)."""
