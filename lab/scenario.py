@@ -183,10 +183,12 @@ def _anomalies(database_url: str, tag: str) -> list[dict]:
 def _records(database_url: str, tag: str) -> tuple[int, int]:
     """(records stored for the run's hosts, those the detectors did not analyse because they were late)."""
     import psycopg
+    from psycopg import sql
 
     pattern = f"%.{tag}.lab"
+    count = sql.SQL("SELECT count(*) FROM {} WHERE source LIKE %s")
     with psycopg.connect(database_url) as connection:
-        stored = sum(connection.execute(f"SELECT count(*) FROM {table} WHERE source LIKE %s", (pattern,)).fetchone()[0]
+        stored = sum(connection.execute(count.format(sql.Identifier(table)), (pattern,)).fetchone()[0]
                      for table in ("latency", "trace", "throughput"))  # fmt: skip
         late = connection.execute("SELECT count(*) FROM dead_letters WHERE stage = 'detect' AND reason LIKE 'late%%' "
                                   "AND input LIKE %s", (f"%.{tag}.lab%",)).fetchone()[0]  # fmt: skip
