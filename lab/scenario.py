@@ -186,9 +186,9 @@ def _records(database_url: str, tag: str) -> tuple[int, int]:
     from psycopg import sql
 
     pattern = f"%.{tag}.lab"
-    count = sql.SQL("SELECT count(*) FROM {} WHERE source LIKE %s")
     with psycopg.connect(database_url) as connection:
-        stored = sum(connection.execute(count.format(sql.Identifier(table)), (pattern,)).fetchone()[0]
+        stored = sum(connection.execute(sql.SQL("SELECT count(*) FROM {} WHERE source LIKE %s").format(sql.Identifier(table)),
+                                        (pattern,)).fetchone()[0]
                      for table in ("latency", "trace", "throughput"))  # fmt: skip
         late = connection.execute("SELECT count(*) FROM dead_letters WHERE stage = 'detect' AND reason LIKE 'late%%' "
                                   "AND input LIKE %s", (f"%.{tag}.lab%",)).fetchone()[0]  # fmt: skip
