@@ -12,7 +12,8 @@ topic (each record once), the anomalies against `pathwatch detect` and the ticke
 Then, on Kafka alone, kill -9 of a collector (tests/faults/collector.py) after Kafka was away
 ``--outage-s`` + 30 s, longer than the producer's 5-minute message timeout.
 
-The CI version is tests/faults/test_fault_matrix.py (30-s outages at 400 messages/s).
+The CI version (``./run test``) is tests/faults/test_fault_matrix.py: kills and outages of 20 s
+at 400 messages/s.
 Writes bench/results/faults.json. Usage: python bench/faults_bench.py [--outage-s 300 --rate R]
 """
 
