@@ -8,8 +8,8 @@ start-foreground``, each a process of the stack with its pid file and log: ``tas
 ``taskmanager-2`` ...; each TaskManager under a supervisor that starts it again when it stops
 itself on a failure, see :mod:`pathwatch.stack.supervise`). Slots are spread over the
 TaskManagers, so the three jobs land on three of them: each TaskManager embeds one Python
-interpreter, whose lock its tasks' Python shares (``bench/README.md``: one job per interpreter
-took 1,534 records/s where one shared interpreter took 881–999).
+interpreter, whose lock its tasks' Python shares (one job per interpreter was measured faster
+than one shared interpreter: ``CHANGELOG.md``, "three TaskManagers by default").
 Everything binds 127.0.0.1: the REST
 API and web UI on ``flink.ui_port``, the JobManager's RPC on ``flink.rpc_port``, the rest on
 free ports. Python code of the jobs runs inside the TaskManagers (thread mode), with this
