@@ -36,7 +36,7 @@ def collect(
     envelope {format, source, destination, collected_at, payload, meta} that
     `pathwatch parse` reads. Throughput tests run one at a time; destinations
     of iperf3 tests must run `iperf3 -s`. A mesh file to start from:
-    collector/mesh.example.yaml (its shape: ingest/README.md, "Collectors").
+    collector/mesh.example.yaml (its shape: collector/README.md).
 
     Failures are never silent: a tool that is missing, times out or prints
     nothing usable gets a "problem" line on standard error, and becomes a

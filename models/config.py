@@ -4,7 +4,7 @@ A config file (YAML or JSON) maps detector names to parameter overrides; ``enabl
 detectors to run (all by default); ``incidents`` tunes how anomalies are grouped into incidents
 (:class:`pathwatch.models.incidents.IncidentParams`)::
 
-    enabled: [route, levels, loss, diurnal, throughput_cause, clock, silence]
+    enabled: [route, levels, loss, diurnal, mtu, clock, silence]
     levels: {shift_runs: 4}
     incidents: {onset_window_s: 7200}
 

@@ -38,7 +38,7 @@ the meshes of before the catalogue, byte for byte; ``SimConfig(benign_only=True)
 (``--benign-only``) the benign-only family: no pathology, no labels, every alarm is false.
 
 Modules, from plan to bytes: ``config`` (options) → ``sites``/``routes``/``mesh`` (topology)
-→ ``benign`` (the catalogue) → ``scenario`` (episodes) → ``schedule`` (test times) → ``effects``
+→ ``benign`` (the catalogue) → ``pathologies`` (``episode.Episode`` each) → ``schedule`` (test times) → ``effects``
 (episodes as per-measurement modifiers) → ``measure_latency``/``measure_throughput``/``measure_trace``
 (numbers, tool-neutral) → ``render_pscheduler``/``render_iperf3``/``render_tracepath``
 (payloads) → ``generate`` (envelopes in time order, pure) → ``writer`` (files) →

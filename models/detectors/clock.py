@@ -27,9 +27,9 @@ is *load*, not a clock, when
 
 ``bad_needed`` bad samples among the last ``bad_window`` open the anomaly; ``good_needed`` good
 ones in a row close it. The evidence carries the signed drift (``drift_ms_per_h``) and the signed
-offset of the floor from the path's settled floor (``offset_ms``): a clock moves the two
-directions of a host pair by equal and opposite amounts, which is how the incident grouper
-joins them.
+offset of the floor from the path's settled floor (``offset_ms``). The incident grouper joins
+the clock errors of one host through that shared host by onset time; it does not read the
+signed figures.
 """
 
 from __future__ import annotations

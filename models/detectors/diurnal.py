@@ -18,7 +18,7 @@ rate its window moves at the path's lowest RTT (:meth:`DiurnalDetector._share`):
 hours a window-bound rate falls with the round trips alone, which the latency tests measure.
 
 Saturation is a full queue: where the path has latency tests in and outside those hours, their
-queueing delay (median) or loss (mean) must rise in the busy hours too, significantly (one-sided
+typical queueing delay or loss (medians) must rise in the busy hours too, significantly (one-sided
 Mann–Whitney), for the episode to open — runs collapsing on a bad LAG member, or a host busy at
 those hours, leave the queue alone; both are reported as corroboration. Paths without throughput
 tests, or whose runs are too few a day for every busy window to hold one (runs every 6 hours may
