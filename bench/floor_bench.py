@@ -149,7 +149,7 @@ def drain(jobs: list[Job], home: Path, timeout: float) -> dict:
     job reads: over the steady part of its drain, and over the whole run from the first
     submission until the last job was done (per message read: transaction markers in a
     transactionally written topic count as messages)."""
-    from pipeline_bench import _accounted, _cpu_by_process  # (bench/ is on sys.path as the script's folder)
+    from bench.pipeline_bench import _accounted, _cpu_by_process
 
     from pathwatch.stack.flink_rest import FlinkRest
     from pathwatch.streaming.settings import write_file
@@ -287,7 +287,7 @@ def _submit(settings, shape: str, name: str, settings_file: Path) -> str:
 
 def _plain_consume_rate(settings) -> float:
     """Messages/s a plain consumer (confluent-kafka) reads the raw topic at."""
-    from pipeline_bench import _consume
+    from bench.pipeline_bench import _consume
 
     started, count = time.perf_counter(), 0
     for _ in _consume(settings.bootstrap, settings.topics["raw"]):

@@ -35,11 +35,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "lab.json")
     args = parser.parse_args()
 
-    from tests.faults.matrix import CLI
-    from tests.test_stack_integration import _environment, prepared_home
+    from bench.stack_env import CLI, environment, prepared_home
 
     home = prepared_home()
-    env = _environment(home)
+    env = environment(home)
     results = home / "lab" / "scenarios.jsonl"
     results.unlink(missing_ok=True)
     started = time.monotonic()

@@ -43,7 +43,7 @@ import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
+from bench.stack_env import CLI  # noqa: E402  (the repository on the path first)
 PROBE_START = "2026-03-01T00:00:00Z"
 PROBE_DAYS = 4
 LAG_EVERY_S = 5.0

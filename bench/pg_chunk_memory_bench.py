@@ -32,10 +32,10 @@ INSERT = """INSERT INTO latency (time, id, source, destination, format, tool, on
 def main() -> None:
     import psycopg
 
+    from bench.stack_env import prepared_home
     from pathwatch.stack.config import resolve
-    from tests.faults.soak import resources
-    from tests.test_stack_integration import prepared_home
     from pathwatch.streaming.settings import from_stack
+    from tests.faults.soak import resources
 
     url = from_stack(resolve(home=prepared_home())).database_url
     steps = []

@@ -61,7 +61,7 @@ import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
+from bench.stack_env import CLI  # noqa: E402  (the repository on the path first)
 
 
 def main() -> None:
@@ -156,7 +156,7 @@ def main() -> None:
             _summary(paced),
         "target": {"records_per_s": 10000, "p99_latency_s": 5},
     }
-    from pipeline_verdict import live_figures, verdict   # (bench/ is on sys.path as the script's folder)
+    from bench.pipeline_verdict import live_figures, verdict
 
     result["verdict"] = verdict(result, live_figures(REPO / "bench" / "results"))
     out = REPO / "bench" / "results" / "pipeline.json"

@@ -64,12 +64,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "soak.json")
     args = parser.parse_args()
 
-    from bench.stack_env import bench_stack
+    from bench.stack_env import CLI, bench_stack, run_env
     from pathwatch.models.detectors.diurnal import DiurnalParams
     from pathwatch.sim.config import MAX_HOSTS
     from pathwatch.stack import config as stack_config
     from pathwatch.streaming.settings import from_stack
-    from tests.faults.matrix import CLI, stack_env
     from tests.faults.soak import Sampler, Stream, verdict
 
     measured = json.loads((REPO / "bench" / "results" / "pipeline.json").read_text())["end_to_end_records_per_s"]
@@ -86,7 +85,7 @@ def main() -> None:
     warm_up_min = (args.warm_up_min if args.warm_up_min is not None
                    else max(5.0, math.ceil(args.minutes * state_full_days / days)))
     home, _env, _cli = bench_stack("soak")
-    env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
+    env = run_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
     def cli(*argv: str) -> None:
         subprocess.run([*CLI, *argv], env=env, cwd=REPO, check=True, timeout=3600)

@@ -44,8 +44,24 @@ def require_tool(name: str) -> str:
     return path
 
 
-# The one stream through the real pipeline (session-scoped), for the pipeline and dashboard tests.
+# The test stack of the session (tests/stack/shared.py): ``own_stack`` for a module that runs
+# something of its own on it, ``stream`` for the modules that check the one stream through the
+# real pipeline (tests/stack/streamed.py).
+from tests.stack.shared import own_stack, shared_stack  # noqa: E402,F401
 from tests.stack.streamed import stream  # noqa: E402,F401
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the tests that use the session's stream one after another, where the first of them
+    would run: each module of them would otherwise stream again after a module that took the
+    stack between them (tests/stack/shared.py). Correctness does not hang on this order, only
+    how many times the stream is made; every other test keeps its place."""
+    streaming = [item for item in items if "stream" in getattr(item, "fixturenames", ())]
+    if streaming:
+        first = next(index for index, item in enumerate(items) if item is streaming[0])
+        chosen = {id(item) for item in streaming}
+        rest = [item for item in items if id(item) not in chosen]
+        items[:] = rest[:first] + streaming + rest[first:]
 
 
 def listening(port: int) -> bool:

@@ -75,6 +75,7 @@ def test_db_hosts_reads_the_template_hosts_with_their_sites():
     assert rows == {A: ("SITE-A", "127.0.0.1"), B: ("Site B University", "127.0.0.2"), C: (C, "127.0.0.3")}
 
 
+@pytest.mark.tools   # the real ping, on loopback
 def test_collect_runs_a_template_task_with_the_real_tool(tmp_path):
     template = _template()
     template["tasks"] = {"rtt": template["tasks"]["rtt"]}

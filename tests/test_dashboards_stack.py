@@ -15,51 +15,13 @@ import shutil
 import pytest
 import yaml
 
-from pathwatch.dashboards.bundle import BUNDLE, read_bundle
-from tests.stack.dashboards_check import Browser, expected_rows, slice_id
+from pathwatch.dashboards.bundle import BUNDLE
+from tests.stack.dashboards_check import (CHARTS, DASHBOARDS, DATASETS, FILES, Browser, base_sql, chart_ids_on,
+                                          expected_rows, slice_id)
+from tests.stack.dashboards_check import site  # noqa: F401  (the fixture)
 from tests.stack.streamed import cli
 
 pytestmark = pytest.mark.stack
-
-FILES = read_bundle()
-DATASETS = {str(d["uuid"]): d for p, d in FILES.items() if p.startswith("datasets/")}
-CHARTS = {str(d["uuid"]): d for p, d in FILES.items() if p.startswith("charts/")}
-DASHBOARDS = {d["slug"]: d for p, d in FILES.items() if p.startswith("dashboards/")}
-
-
-@pytest.fixture(scope="module")
-def site(stream):
-    from pathwatch import stack
-    from pathwatch.dashboards.client import Superset
-    from tests.stack.streamed import _env
-
-    current = stack.status(stack.resolve(home=stream["home"], environ=_env(stream["home"])))
-    user, password = current.superset_credentials
-    superset = Superset(current.superset_url, user, password)
-    ids = {str(chart["uuid"]): chart["id"] for chart in _charts_with_uuid(superset)}
-    return {"superset": superset, "url": current.superset_url, "user": user, "password": password,
-            "chart_ids": ids, "database_url": current.database_url, "home": stream["home"]}
-
-
-def _charts_with_uuid(superset):
-    """Chart ids by uuid (the list endpoint does not show uuids; each chart's own record does)."""
-    charts = []
-    for chart in superset.charts():
-        detail = superset.chart(chart["id"])
-        charts.append({"id": chart["id"], "uuid": detail.get("uuid") or _uuid_from_export(superset, chart["id"])})
-    return charts
-
-
-def _uuid_from_export(superset, chart_id):
-    import io
-    import zipfile
-
-    archive = superset.export_charts([chart_id])
-    with zipfile.ZipFile(io.BytesIO(archive)) as handle:
-        for name in handle.namelist():
-            if "/charts/" in name:
-                return str(yaml.safe_load(handle.read(name))["uuid"])
-    return None
 
 
 def test_stack_up_imported_every_dashboard_and_chart(site):
@@ -107,16 +69,9 @@ def browser(site):
     session.close()
 
 
-def _chart_ids_on(site, slug: str) -> dict[int, str]:
-    """Superset's id -> bundle uuid of each chart on a dashboard."""
-    on_board = {item["meta"]["uuid"] for item in DASHBOARDS[slug]["position"].values()
-                if isinstance(item, dict) and item.get("type") == "CHART"}
-    return {site["chart_ids"][str(uuid)]: str(uuid) for uuid in on_board}
-
-
 @pytest.mark.parametrize("slug", sorted(DASHBOARDS))
 def test_browser_draws_every_chart_of_the_dashboard(site, browser, slug):
-    ids = _chart_ids_on(site, slug)
+    ids = chart_ids_on(site, slug)
     answers = browser.open_dashboard(slug, len(ids))
     shot = browser.screenshot(slug)
     latest = {slice_id(a): a for a in answers if slice_id(a) in ids}
@@ -137,11 +92,11 @@ def test_browser_draws_every_chart_of_the_dashboard(site, browser, slug):
 
 def test_an_anomaly_links_to_the_path_explorer_filtered_on_its_path(site, browser):
     """The analyst's drill-down: a path in the anomaly tables opens the Path explorer on that path alone."""
-    browser.open_dashboard("anomalies", len(_chart_ids_on(site, "anomalies")))
+    browser.open_dashboard("anomalies", len(chart_ids_on(site, "anomalies")))
     links = browser.links("/superset/dashboard/path-explorer/")
     assert links, "the anomaly tables show no link to the Path explorer"
     href, path = links[0]
-    explorer = _chart_ids_on(site, "path-explorer")
+    explorer = chart_ids_on(site, "path-explorer")
     answers = browser.open(href, len(explorer))
     shot = browser.screenshot("path-explorer-from-anomaly")
     with_path = {chart_id for chart_id, uuid in explorer.items()
@@ -165,8 +120,6 @@ def _query(database_url: str, sql: str, args=()):
 
 @pytest.mark.parametrize("path", sorted(p for p in FILES if p.startswith("datasets/")))
 def test_every_dataset_column_is_a_column_of_its_sql(site, path):
-    from tests.stack.dashboards_check import base_sql
-
     dataset = FILES[path]
     names, _ = _query(site["database_url"], f"SELECT * FROM ({base_sql(dataset)}) d LIMIT 0")
     plain = {c["column_name"] for c in dataset["columns"] if not c.get("expression")}
@@ -218,7 +171,7 @@ def test_the_incident_filter_shows_one_incident_and_its_members(site, browser):
     (label, members), = chosen
     rison = (f"(NATIVE_FILTER-incident:(extraFormData:(filters:!((col:incident,op:IN,val:!('{label}')))),"
              f"filterState:(value:!('{label}')),id:NATIVE_FILTER-incident,ownState:()))")
-    ids = _chart_ids_on(site, "anomalies")
+    ids = chart_ids_on(site, "anomalies")
     answers = browser.open("/superset/dashboard/anomalies/?native_filters=" + quote(rison, safe="(),:!'"), len(ids))
     shot = browser.screenshot("anomalies-one-incident")
     latest = {slice_id(a): a for a in answers if slice_id(a) in ids}

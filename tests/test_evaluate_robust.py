@@ -3,12 +3,11 @@ hand-made label/anomaly sets whose answers are worked out by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from bench import evaluate_bench
 from pathwatch.evaluation.matching import Label, make_anomaly, match
 from pathwatch.evaluation.metrics import ALL, incidents, root_of, score, score_grouped, score_strict
 from pathwatch.evaluation.scorecard import SeedScore, missed_targets
@@ -131,14 +130,6 @@ def test_missed_targets_name_grouped_and_strict_false_alarms_and_recall():
     assert "clock_error: 2.00 false alarms per 100 path-days grouped > 1" in missed
 
 
-def _bench():
-    path = Path(__file__).resolve().parents[1] / "bench" / "evaluate_bench.py"
-    spec = importlib.util.spec_from_file_location("evaluate_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_bench_summary_is_the_worst_seed_per_kind():
     labels = [Label("loss_step", "a", "b", D, None)]
     good = _seed(labels, [make_anomaly("loss_step", "a", "b", D)], seed=11).to_dict()
@@ -146,7 +137,7 @@ def test_the_bench_summary_is_the_worst_seed_per_kind():
                            make_anomaly("clock_error", "c", "d", D)], seed=12).to_dict()
     quiet = _seed([], [], seed=21).to_dict()
     loud = _seed([], [make_anomaly("latency_shift", "a", "b", D)], seed=22).to_dict()
-    summary = _bench().summarise([good, noisy], [quiet, loud])
+    summary = evaluate_bench.summarise([good, noisy], [quiet, loud])
     loss = summary["labelled_worst"]["loss_step"]
     assert loss["f1_grouped"] == {"value": pytest.approx(2 / 3, abs=1e-4), "seed": 12}
     assert loss["recall"]["value"] == 1.0
@@ -181,7 +172,7 @@ def test_a_seed_that_cannot_be_scored_is_a_missed_target():
     labels = [Label("loss_step", "a", "b", D, None)]
     good = _seed(labels, [make_anomaly("loss_step", "a", "b", D)], seed=11).to_dict()
     crashed = {"seed": 12, "family": "labelled", "error": "TypeError: 'float' object is not iterable"}
-    summary = _bench().summarise([good], [], [crashed])
+    summary = evaluate_bench.summarise([good], [], [crashed])
     assert summary["all_targets_met"] is False
     assert summary["failed_seeds"] == [crashed]
     assert [t["seed"] for t in summary["targets_missed"]] == [12]

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import doctest
 
-from tests.bench_modules import load
-
-
-def _module():
-    return load("floor_bench")
+from bench import floor_bench
 
 
 def test_the_docstring_examples_pass():
-    result = doctest.testmod(_module())
+    result = doctest.testmod(floor_bench)
     assert result.failed == 0 and result.attempted >= 2
 
 
 def test_the_budget_names_only_what_its_shapes_measured():
-    budget = _module().budget
+    budget = floor_bench.budget
     figures = {"cpu_us_per_message": {"machine busy (all processes)": 40}}
     out = budget({"sql_copy": figures})
     assert out["one_kafka_flink_kafka_hop_share_of_budget"] == 0.2

@@ -7,6 +7,7 @@ The seed is one the model never saw (training used 101–104, its recorded held-
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from pathwatch.models.run_cause import CAUSES, RunCauseModel, rule_cause
@@ -16,6 +17,7 @@ from pathwatch.sim.command import run_simulate
 FRESH_SEED = 4343
 
 
+@pytest.mark.slow   # a 7-host, 21-day mesh simulated and its runs labelled (~15 s)
 def test_classifier_names_causes_better_than_the_rules_on_a_fresh_seed(tmp_path):
     assert run_simulate(tmp_path, seed=FRESH_SEED, hosts=7, days=21, start=None, console=Console(quiet=True)) == 0
     x, y = labelled_runs(tmp_path / "raw.jsonl", tmp_path / "labels.jsonl")

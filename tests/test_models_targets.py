@@ -10,6 +10,9 @@ Two guards on one seed: the mesh as the simulator drew it before its benign cata
 paths, where every kind was tuned to F1 ≥ 0.9), and the same seed with the catalogue's benign
 behaviours (standing queues, routers that skip answers, NTP slews, loaded hosts, ...), where
 pathwatch must still find every kind and beat the WLCG/OSG rules on F1 and on false alarms.
+
+Marker ``slow``: two 7-host, 21-day meshes simulated, detected and scored (over a minute on
+two cores); a plain ``pytest`` leaves them out, ``./run test`` runs them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 
 from pathwatch.evaluation.metrics import ALL
 from pathwatch.evaluation.scorecard import FALSE_ALARMS_PER_100_PATH_DAYS, score_seed
+
+pytestmark = pytest.mark.slow
 
 HELD_OUT_SEED = 6262
 

@@ -25,9 +25,8 @@ pytestmark = pytest.mark.stack
 @pytest.fixture(scope="module")
 def stacked(stream):
     from pathwatch import stack
-    from tests.stack.streamed import _env
 
-    current = stack.status(stack.resolve(home=stream["home"], environ=_env(stream["home"])))
+    current = stack.status(stack.resolve(home=stream["home"], environ=stream["env"]))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PATHWATCH_")}
     env["PATHWATCH_HOME"] = str(stream["home"])
     env["PATHWATCH_DATABASE_URL_READONLY"] = current.database_url_readonly

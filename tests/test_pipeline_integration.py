@@ -10,7 +10,7 @@ import time
 import orjson
 import pytest
 
-from tests.stack.streamed import RUN, _rows, cli
+from tests.stack.streamed import _rows, cli
 
 pytestmark = pytest.mark.stack
 
@@ -68,7 +68,7 @@ def test_records_topic_holds_each_record_exactly_once_despite_the_kill(stream):
     from confluent_kafka import Consumer
 
     settings = stream["settings"]
-    consumer = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": f"check-{RUN}",
+    consumer = Consumer({"bootstrap.servers": settings.bootstrap, "group.id": f"check-{stream['run']}",
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     consumer.subscribe([settings.topics["records"]])
     ids, idle = [], 0

@@ -2,9 +2,12 @@
 
 No mocks and no skips: a missing prerequisite (root for the chroot, Java, Maven, network to
 the package registries) fails with the stack's own message. The stack gets its own state
-directory and ports (so a developer's running stack is left alone): $PATHWATCH_TEST_HOME, else
-.pathwatch/test-stack in the checkout. The first run installs everything (a few minutes);
-later runs reuse the installs. `-m stack` selects these tests, `-m "not stack"` leaves them out.
+directory and ports (so a developer's running stack is left alone; bench/stack_env.py):
+$PATHWATCH_TEST_HOME, else .pathwatch/test-stack in the checkout. The first run installs
+everything (a few minutes); later runs reuse the installs. `-m stack` selects these tests,
+`-m "not stack"` leaves them out. The module takes the stack down and wipes it: it takes the
+stack through the ``own_stack`` fixture (tests/stack/shared.py), so a module that needs the
+session's stream afterwards streams again.
 """
 
 from __future__ import annotations
@@ -21,42 +24,18 @@ from pathlib import Path
 
 import pytest
 
+from bench.stack_env import CLI, REPO, environment
 from pathwatch.stack import config as stack_config
 from pathwatch.stack import procs
 
 pytestmark = pytest.mark.stack
 
-REPO = Path(__file__).resolve().parents[1]
-PORTS = {"kafka": {"port": 29092, "controller_port": 29093}, "postgres": {"port": 25433},
-         "superset": {"port": 28088}, "flink": {"ui_port": 28081, "rpc_port": 26123}}
 TIMINGS: dict[str, float] = {}
-CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
-
-
-def _home() -> Path:
-    return Path(os.environ.get("PATHWATCH_TEST_HOME") or stack_config.default_home({}) / "test-stack").absolute()
-
-
-def prepared_home() -> Path:
-    """The test stack's home, with a pathwatch.toml that gives it its own ports."""
-    home = _home()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pathwatch.toml").write_text("".join(
-        f"[{table}]\n" + "".join(f"{key} = {value}\n" for key, value in values.items())
-        for table, values in PORTS.items()))
-    return home
-
-
-def _environment(home: Path) -> dict[str, str]:
-    """The environment of the CLI runs: this test stack's home, no settings inherited for another stack."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env["PATHWATCH_HOME"] = str(home)
-    return env
 
 
 def pathwatch(home: Path, *args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
     """Run the pathwatch CLI; fail with its output when it exits non-zero."""
-    result = subprocess.run([*CLI, *args], env=_environment(home), cwd=REPO,
+    result = subprocess.run([*CLI, *args], env=environment(home), cwd=REPO,
                             capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
         pytest.fail(f"pathwatch {' '.join(args)} exited {result.returncode}:\n{result.stderr}\n{result.stdout}")
@@ -77,17 +56,13 @@ def _timed(name: str, home: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def home() -> Path:
-    home = prepared_home()
-    # The session's pipeline stream (tests/stack/streamed.py) may have left jobs on this stack;
-    # then leftovers of an interrupted run, by their pid files.
-    subprocess.run([*CLI, "pipeline", "stop"], env=_environment(home), cwd=REPO, capture_output=True, timeout=300)
-    pathwatch(home, "stack", "down")
+def home(own_stack) -> Path:
+    """The test stack, down (own_stack stopped whatever an earlier module left), brought up here."""
     try:
-        _timed("first up" if not (home / "installed").exists() else "up (installs cached)", home, "stack", "up")
-        yield home
+        _timed("first up" if not (own_stack / "installed").exists() else "up (installs cached)", own_stack, "stack", "up")
+        yield own_stack
     finally:  # also after a failed `up`: stop whatever it did start
-        subprocess.run([*CLI, "stack", "down"], env=_environment(home), cwd=REPO, capture_output=True, timeout=300)
+        subprocess.run([*CLI, "stack", "down"], env=environment(own_stack), cwd=REPO, capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -385,7 +360,7 @@ def test_flink_job_reads_kafka_through_the_connector(home, current):
     started = time.monotonic()
     from pathwatch.stack.flink import distribution, job_environment
 
-    flink_env = job_environment(stack_config.resolve(home=home, environ=_environment(home)), base=_environment(home))
+    flink_env = job_environment(stack_config.resolve(home=home, environ=environment(home)), base=environment(home))
     address = _component(current, "flink")["info"]["rest_address"]
     job = subprocess.run([str(distribution() / "bin" / "flink"), "run", "-m", address, "--python",
                           str(REPO / "tests" / "stack" / "flink_count_job.py"), "-pyexec", sys.executable,

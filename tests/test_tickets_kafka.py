@@ -19,8 +19,8 @@ import pytest
 from pathwatch.stack import config as stack_config
 from pathwatch.tickets import reconcile
 from pathwatch.tickets.service import Handler, Retry, TicketTable, consume
+from bench.stack_env import CLI, REPO, environment
 from tests.stack.streamed import cli
-from tests.test_stack_integration import _home, prepared_home
 from tests.test_tickets_rt import _expected, _summary
 from tests.tickets_stack import ticket_stack  # noqa: F401  (the fixture)
 from tests.tickets_stream import scenario
@@ -29,8 +29,9 @@ pytestmark = [pytest.mark.stack, pytest.mark.tickets]
 
 
 @pytest.fixture(scope="module")
-def test_stack():
-    home = prepared_home()
+def test_stack(own_stack):
+    """The test stack up and migrated (own_stack hands it down, nothing of another module on it)."""
+    home = own_stack
     cli(home, "stack", "up", timeout=1500)
     cli(home, "db", "migrate")
     from pathwatch import stack
@@ -122,13 +123,10 @@ def test_the_service_consumes_restarts_survives_rt_down_and_commits_after_each_t
 def test_pathwatch_tickets_run_with_an_existing_rt_from_the_environment(test_stack, ticket_stack):
     """The CLI as deployed: settings from the stack's config and PATHWATCH_* (an existing RT by
     URL and token), a topic renamed by PATHWATCH_TOPIC_ANOMALIES, until the topic is idle."""
-    import os
     import subprocess
 
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-
-    from tests.test_stack_integration import CLI, REPO
 
     run = uuid.uuid4().hex[:8]
     topic = f"test-{run}.anomalies"
@@ -141,9 +139,8 @@ def test_pathwatch_tickets_run_with_an_existing_rt_from_the_environment(test_sta
     for step in steps:
         producer.produce(topic, key=step.anomaly["id"].encode(), value=json.dumps(step.anomaly).encode())
     assert producer.flush(30) == 0
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env.update(PATHWATCH_HOME=str(_home()), PATHWATCH_TOPIC_ANOMALIES=topic, PATHWATCH_RT_URL=ticket_stack.rt.url,
-               PATHWATCH_RT_TOKEN=ticket_stack.rt.token())
+    env = environment(test_stack.home, PATHWATCH_TOPIC_ANOMALIES=topic, PATHWATCH_RT_URL=ticket_stack.rt.url,
+                      PATHWATCH_RT_TOKEN=ticket_stack.rt.token())
     result = subprocess.run([*CLI, "tickets", "run", "--group", f"cli-{run}", "--until-idle", "8"], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

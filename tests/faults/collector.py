@@ -30,7 +30,8 @@ from typing import Callable
 
 import orjson
 
-from tests.faults.matrix import CLI, REPO, read_topic, stack_env
+from bench.stack_env import CLI, REPO, run_env
+from tests.faults.matrix import read_topic
 
 MESH = """\
 name: {name}
@@ -54,7 +55,7 @@ class CollectorKill:
     def __init__(self, home: Path, work: Path, log: Callable[[str], None] = print):
         self.home, self.work, self.log = home, work, log
         self.run_id = uuid.uuid4().hex[:8]
-        self.env = {**stack_env(home, self.run_id, tickets=False, prefix="collector"), "COLUMNS": "300"}
+        self.env = {**run_env(home, self.run_id, tickets=False, prefix="collector"), "COLUMNS": "300"}
         self.name = f"collector-{self.run_id}"
         work.mkdir(parents=True, exist_ok=True)
         self.mesh = work / "mesh.yaml"

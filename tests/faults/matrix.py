@@ -30,7 +30,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -42,10 +41,9 @@ from typing import Callable
 
 import orjson
 
+from bench.stack_env import CLI, REPO, run_env, watermark_tails
 from pathwatch.db.tables import PIPELINE_TABLES
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-c", "from pathwatch.cli import main; main()"]
 TABLES = (*PIPELINE_TABLES, "anomaly_tickets")
 # The faults in the order they are injected; see :class:`FaultRun` for what each does.
 FAULTS = ("kill_kafka", "kill_postgres", "kill_jobmanager", "kill_taskmanager", "kill_tickets_service",
@@ -82,17 +80,6 @@ class FaultOutcome:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "reconciled": self.reconciled}
-
-
-def stack_env(home: Path, run: str, tickets: bool = True, prefix: str = "faults") -> dict[str, str]:
-    """The environment of this run's ``pathwatch`` commands: the test stack (with tickets enabled,
-    so `stack up` starts RT and `stack status` shows it), fresh topics, parallelism 1."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env.update(PATHWATCH_HOME=str(home), PATHWATCH_PIPELINE_PARALLELISM="1",
-               PATHWATCH_TICKETS_ENABLED="1" if tickets else "0")
-    env.update({f"PATHWATCH_TOPIC_{role.upper()}": f"{prefix}-{run}.{role}"
-                for role in ("raw", "records", "anomalies", "deadletters")})
-    return env
 
 
 def bad_inputs(slice_no: int) -> list[bytes]:
@@ -179,7 +166,7 @@ class FaultRun:
         self.kill_down_s = outage_s if kill_down_s is None else kill_down_s
         self.hosts, self.days, self.seed, self.log = hosts, days, seed, log
         self.run_id = uuid.uuid4().hex[:8]
-        self.env = stack_env(home, self.run_id)
+        self.env = run_env(home, self.run_id)
         self.tickets_group = f"faults-{self.run_id}-tickets"
         self.tickets: subprocess.Popen | None = None
         self.published: list[bytes] = []
@@ -455,10 +442,9 @@ class FaultRun:
     def finish(self, rest: list[list[bytes]], timeout: float) -> None:
         """The rest of the mesh, then one record per path ahead of it by more than the ordering delay."""
         from pathwatch.streaming.pipeline import wait_caught_up
-        from tests.stack.streamed import _tails
 
         remaining = [body for part in rest for body in part]
-        self.tails = _tails(self.data, self.data_end + self.settings.ordering_delay_s + 1)
+        self.tails = watermark_tails(self.data, self.data_end + self.settings.ordering_delay_s + 1)
         publisher = Paced(self.settings, remaining + self.tails, self.rate * 4).start()
         publisher.join(timeout=len(remaining) / self.rate + 600)
         self.published += remaining + self.tails
@@ -515,7 +501,7 @@ class FaultRun:
         from pathwatch.stack.rt import RequestTracker
         from pathwatch.tickets.backends.rt import RTBackend
         from pathwatch.tickets.reconcile import Reconciler
-        from tests.test_tickets_logic import MemoryBackend
+        from tests.tickets_memory import MemoryBackend
 
         config = self.config
         rt = RequestTracker(config)

@@ -7,17 +7,15 @@ import subprocess
 
 import pytest
 
+from bench.stack_env import CLI, REPO
 from tests.faults.collector import CollectorKill
-from tests.faults.matrix import CLI, REPO
-from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
 
 @pytest.fixture(scope="module")
-def killed(tmp_path_factory):
-    home = prepared_home()
-    run = CollectorKill(home, tmp_path_factory.mktemp("collector"), log=lambda line: print(f"[faults] {line}", flush=True))
+def killed(own_stack, tmp_path_factory):
+    run = CollectorKill(own_stack, tmp_path_factory.mktemp("collector"), log=lambda line: print(f"[faults] {line}", flush=True))
     try:
         yield run.run()
     finally:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.matrix import FAULTS, FaultRun
-from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
@@ -22,9 +21,8 @@ RATE = 400.0
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    home = prepared_home()
-    run = FaultRun(home, tmp_path_factory.mktemp("faults"), outage_s=OUTAGE_S, rate=RATE, days=6,
+def matrix(own_stack, tmp_path_factory):
+    run = FaultRun(own_stack, tmp_path_factory.mktemp("faults"), outage_s=OUTAGE_S, rate=RATE, days=6,
                    log=lambda line: print(f"[faults] {line}", flush=True))
     try:
         run.prepare()

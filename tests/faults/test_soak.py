@@ -17,9 +17,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.faults.matrix import CLI, REPO, stack_env
+from bench.stack_env import CLI, REPO, run_env
 from tests.faults.soak import Sampler, Stream, verdict
-from tests.test_stack_integration import prepared_home
 
 pytestmark = pytest.mark.faults
 
@@ -27,12 +26,12 @@ RATE, SECONDS, WARM_UP_S, EVERY_S = 250.0, 180.0, 60.0, 5.0
 
 
 @pytest.fixture(scope="module")
-def soak(tmp_path_factory):
+def soak(own_stack, tmp_path_factory):
     from pathwatch.stack import config as stack_config
     from pathwatch.streaming.settings import from_stack
 
-    home = prepared_home()
-    env = stack_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
+    home = own_stack
+    env = run_env(home, uuid.uuid4().hex[:8], tickets=False, prefix="soak")
 
     def cli(*args: str) -> None:
         result = subprocess.run([*CLI, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=1500)

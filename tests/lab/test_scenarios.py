@@ -4,9 +4,9 @@ must name it — and a benign run must raise nothing.
 
 The CI version runs the short version of every scenario (``lab scenario NAME --short``: baselines
 of 8 to 26 lab hours, the fault phase ending once the fault is named) at 900× (a lab day in 96 s).
-The full runs are bench/lab_bench.py's (bench/results/lab.json). In tests/lab/ so that it runs
-before the modules that share the session's one stream (tests/stack/streamed.py), as
-tests/faults/ does.
+The full runs are bench/lab_bench.py's (bench/results/lab.json). The module takes the test stack
+with the ``own_stack`` fixture (tests/stack/shared.py): down, nothing of another module running
+(the session's stream, if one was made, is made again by the next module that needs it).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import subprocess
 
 import pytest
 
+from bench.stack_env import CLI, REPO, environment
 from pathwatch.lab.scenario import HOURLY_KINDS, RUN_SLACK_S, SCENARIOS
-from tests.faults.matrix import CLI, REPO
-from tests.test_stack_integration import _environment, prepared_home
 
 pytestmark = [pytest.mark.lab, pytest.mark.stack]
 
@@ -30,15 +29,15 @@ RECORDS_PER_LAB_HOUR = 20   # the lab's mesh measures ~40 an hour (12 paths: a p
 
 
 @pytest.fixture(scope="module")
-def home():
-    home = prepared_home()
+def home(own_stack):
+    home = own_stack
     results = home / "lab" / "scenarios.jsonl"
     results.unlink(missing_ok=True)
     runs: list[str] = []
     try:
         yield home, runs
     finally:
-        env = _environment(home)
+        env = environment(home)
         subprocess.run([*CLI, "lab", "down", "--home", str(home)], env=env, cwd=REPO, capture_output=True, timeout=300)
         subprocess.run([*CLI, "pipeline", "stop"], env=env, cwd=REPO, capture_output=True, timeout=300)
         subprocess.run([*CLI, "stack", "down"], env=env, cwd=REPO, capture_output=True, timeout=300)
@@ -51,7 +50,7 @@ def _scenario(home, name: str) -> tuple[subprocess.CompletedProcess, dict]:
     fresh = ["--fresh"] if not runs else []
     runs.append(name)
     result = subprocess.run([*CLI, "lab", "scenario", name, "--short", "--factor", FACTOR, "--home", str(home), *fresh],
-                            env=_environment(home), cwd=REPO, capture_output=True, text=True, timeout=1500)
+                            env=environment(home), cwd=REPO, capture_output=True, text=True, timeout=1500)
     path = home / "lab" / "scenarios.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     outcome = next((line for line in reversed(lines) if line["scenario"] == name), None)

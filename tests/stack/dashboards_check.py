@@ -1,4 +1,7 @@
-"""What a chart should show, asked of the database directly; and a Chromium session on Superset.
+"""The dashboards on the test stack, for the modules that look at them (test_dashboards_stack.py,
+test_untrusted_dashboards.py): the bundle's charts by uuid, the fixture ``site`` (Superset of the
+session's stream, its chart ids), what a chart should show asked of the database directly, and a
+Chromium session on Superset.
 
 ``expected_rows`` counts the rows a chart's query can see (its dataset's SQL, its own WHERE,
 the filters the dashboard applied and the time window) with plain SQL, so that a chart that
@@ -10,6 +13,59 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
+
+from pathwatch.dashboards.bundle import read_bundle
+
+FILES = read_bundle()
+DATASETS = {str(d["uuid"]): d for p, d in FILES.items() if p.startswith("datasets/")}
+CHARTS = {str(d["uuid"]): d for p, d in FILES.items() if p.startswith("charts/")}
+DASHBOARDS = {d["slug"]: d for p, d in FILES.items() if p.startswith("dashboards/")}
+
+
+@pytest.fixture(scope="module")
+def site(stream):
+    """Superset on the stack that holds the session's stream: a client, its address and admin,
+    the database's DSN and each bundle chart's id by uuid."""
+    from pathwatch import stack
+    from pathwatch.dashboards.client import Superset
+
+    current = stack.status(stack.resolve(home=stream["home"], environ=stream["env"]))
+    user, password = current.superset_credentials
+    superset = Superset(current.superset_url, user, password)
+    ids = {str(chart["uuid"]): chart["id"] for chart in _charts_with_uuid(superset)}
+    return {"superset": superset, "url": current.superset_url, "user": user, "password": password,
+            "chart_ids": ids, "database_url": current.database_url, "home": stream["home"]}
+
+
+def _charts_with_uuid(superset):
+    """Chart ids by uuid (the list endpoint does not show uuids; each chart's own record does)."""
+    charts = []
+    for chart in superset.charts():
+        detail = superset.chart(chart["id"])
+        charts.append({"id": chart["id"], "uuid": detail.get("uuid") or _uuid_from_export(superset, chart["id"])})
+    return charts
+
+
+def _uuid_from_export(superset, chart_id):
+    import io
+    import zipfile
+
+    archive = superset.export_charts([chart_id])
+    with zipfile.ZipFile(io.BytesIO(archive)) as handle:
+        for name in handle.namelist():
+            if "/charts/" in name:
+                return str(yaml.safe_load(handle.read(name))["uuid"])
+    return None
+
+
+def chart_ids_on(site, slug: str) -> dict[int, str]:
+    """Superset's id -> bundle uuid of each chart on a dashboard."""
+    on_board = {item["meta"]["uuid"] for item in DASHBOARDS[slug]["position"].values()
+                if isinstance(item, dict) and item.get("type") == "CHART"}
+    return {site["chart_ids"][str(uuid)]: str(uuid) for uuid in on_board}
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

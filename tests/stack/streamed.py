@@ -1,7 +1,5 @@
-"""One stream through the real pipeline on the test stack, shared by the pipeline and dashboard tests.
-
-The stack and jobs start once per test session (fixture ``stream``, session-scoped, imported by
-tests/conftest.py); the pipeline tests check what it did, the dashboard tests look at the result.
+"""One stream through the real pipeline on the test stack, shared by the pipeline, dashboard,
+notebook and security tests.
 
 The stream: a simulated mesh published in two halves with the Flink TaskManager killed
 (SIGKILL) in between while the jobs are busy, then a new one started by `stack up`, on which
@@ -11,9 +9,15 @@ a record far older than what the detectors already analysed, mildly out-of-order
 finally one record per path far enough ahead to move the watermark past the data, so the
 streaming detectors have judged exactly the span `pathwatch detect --until` judges.
 
+The fixture ``stream`` (module-scoped, imported by tests/conftest.py) hands each module that asks
+for it the stream the stack holds, and streams first when it holds none: the first such module of
+a session, or the first after a module ran something of its own on the stack (see
+tests/stack/shared.py: any order of the modules works). The modules check what the stream did and
+look at the result; they change nothing the others look at.
+
 The simulated mesh ends at midnight today, so the dashboards' default "last month" shows it.
-Uses the test stack (own home and ports, see test_stack_integration.py), fresh topics per run
-(PATHWATCH_TOPIC_* with a run id) and emptied tables.
+Uses the test stack (own home and ports, bench/stack_env.py), fresh topics for each stream
+(PATHWATCH_TOPIC_* with the stream's run id) and emptied tables.
 """
 
 from __future__ import annotations
@@ -31,24 +35,18 @@ from pathlib import Path
 import orjson
 import pytest
 
+from bench.stack_env import CLI, REPO, environment, topic_env, watermark_tails
 from pathwatch.db.tables import PIPELINE_TABLES
-
 from pathwatch.stack import config as stack_config
-from tests.test_stack_integration import CLI, REPO, prepared_home
 
 TABLES = PIPELINE_TABLES
-RUN = uuid.uuid4().hex[:8]
-TOPICS = {f"PATHWATCH_TOPIC_{role.upper()}": f"test-{RUN}.{role}" for role in ("raw", "records", "anomalies", "deadletters")}
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PATHWATCH_")}
-    env.update(PATHWATCH_HOME=str(home), **TOPICS)
-    return env
-
-
-def cli(home: Path, *args: str, timeout: float = 900, parallelism: int | None = None) -> subprocess.CompletedProcess:
-    env = _env(home)
+def cli(home: Path, *args: str, timeout: float = 900, parallelism: int | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``pathwatch ARGS`` on the stack at ``home`` (in ``env``, else with the stack's default
+    topics); fails the test with its output when it exits non-zero."""
+    env = dict(env or environment(home))
     if parallelism is not None:
         env["PATHWATCH_PIPELINE_PARALLELISM"] = str(parallelism)
     result = subprocess.run([*CLI, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
@@ -57,10 +55,10 @@ def cli(home: Path, *args: str, timeout: float = 900, parallelism: int | None = 
     return result
 
 
-def _settings(home: Path):
+def _settings(home: Path, env: dict[str, str]):
     from pathwatch.streaming.settings import from_stack
 
-    return from_stack(stack_config.resolve(home=home, environ=_env(home)))
+    return from_stack(stack_config.resolve(home=home, environ=env))
 
 
 def _wait_caught_up(settings, timeout: float = 600) -> None:
@@ -101,12 +99,12 @@ def _kill_taskmanager(home: Path) -> list[int]:
     return [record.pid for record in records]
 
 
-def _rescale(home: Path, settings, parallelism: int) -> dict:
+def _rescale(home: Path, env: dict[str, str], settings, parallelism: int) -> dict:
     """Stop every job with a savepoint and start it again at ``parallelism``; what each job reports."""
     from pathwatch.streaming.pipeline import status
 
-    cli(home, "pipeline", "stop")
-    cli(home, "pipeline", "start", parallelism=parallelism)
+    cli(home, "pipeline", "stop", env=env)
+    cli(home, "pipeline", "start", parallelism=parallelism, env=env)
     return {"parallelism": parallelism, "jobs": {job.name: job.to_dict() for job in status(settings)}}
 
 
@@ -191,100 +189,90 @@ def _bad_messages(good: list[bytes]) -> dict[str, list[bytes]]:
     }
 
 
-@pytest.fixture(scope="session")
-def stream(tmp_path_factory):
+@pytest.fixture(scope="module")
+def stream(shared_stack, tmp_path_factory) -> dict:
+    """The session's stream, as the stack holds it: made now when the stack holds none (see the
+    module docstring and tests/stack/shared.py)."""
+    return shared_stack.stream(lambda home: _stream(home, tmp_path_factory))
+
+
+def _stream(home: Path, tmp_path_factory) -> dict:
+    """Stream through the real pipeline on the stack at ``home`` (down when called); what was
+    published and what the jobs reported, as ``stream`` hands it to the tests."""
     from pathwatch.streaming.normalise import DEAD, Origin, normalise
 
-    home = prepared_home()
-    cli(home, "stack", "down")
-    cli(home, "stack", "up", timeout=1500)
-    try:
-        settings = _settings(home)
-        cli(home, "db", "migrate")
-        import psycopg
+    run = uuid.uuid4().hex[:8]
+    env = environment(home, **topic_env(f"test-{run}"))
+    cli(home, "stack", "up", timeout=1500, env=env)
+    settings = _settings(home, env)
+    cli(home, "db", "migrate", env=env)
+    import psycopg
 
-        with psycopg.connect(settings.database_url, autocommit=True) as connection:
-            connection.execute(f"TRUNCATE {', '.join(TABLES)}")
-        sim = tmp_path_factory.mktemp("sim")
-        start = (date.today() - timedelta(days=5)).isoformat() + "T00:00:00Z"
-        cli(home, "simulate", "--out", str(sim), "--seed", "515", "--hosts", "7", "--days", "5", "--start", start)
-        cli(home, "db", "hosts", str(sim / "mesh.json"))
-        early = tmp_path_factory.mktemp("early")
-        cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "7", "--days", "4",
-            "--start", "2025-12-01T00:00:00Z")
-        data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
-        hostile = _hostile(data)
-        archiver = _archiver_message(data)
-        for index, body in sorted([*hostile, archiver], reverse=True):
-            data.insert(index + 1, body)
-        # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
-        rng = random.Random(515)
-        for start in range(0, len(data), 8):
-            chunk = data[start:start + 8]
-            rng.shuffle(chunk)
-            data[start:start + 8] = chunk
-        duplicates = data[100:120]
-        late = [line for line in (early / "raw.jsonl").read_bytes().splitlines()
-                if b'"iperf3"' in line][:1]
-        bad = _bad_messages(data)
-        half = len(data) // 2
+    with psycopg.connect(settings.database_url, autocommit=True) as connection:
+        connection.execute(f"TRUNCATE {', '.join(TABLES)}")
+    sim = tmp_path_factory.mktemp("sim")
+    start = (date.today() - timedelta(days=5)).isoformat() + "T00:00:00Z"
+    cli(home, "simulate", "--out", str(sim), "--seed", "515", "--hosts", "7", "--days", "5", "--start", start, env=env)
+    cli(home, "db", "hosts", str(sim / "mesh.json"), env=env)
+    early = tmp_path_factory.mktemp("early")
+    cli(home, "simulate", "--out", str(early), "--seed", "515", "--hosts", "7", "--days", "4",
+        "--start", "2025-12-01T00:00:00Z", env=env)
+    data = [line for line in (sim / "raw.jsonl").read_bytes().splitlines() if line.strip()]
+    hostile = _hostile(data)
+    archiver = _archiver_message(data)
+    for index, body in sorted([*hostile, archiver], reverse=True):
+        data.insert(index + 1, body)
+    # Mildly out of order: shuffle within runs of 8 consecutive messages (minutes apart).
+    rng = random.Random(515)
+    for start in range(0, len(data), 8):
+        chunk = data[start:start + 8]
+        rng.shuffle(chunk)
+        data[start:start + 8] = chunk
+    duplicates = data[100:120]
+    late = [line for line in (early / "raw.jsonl").read_bytes().splitlines()
+            if b'"iperf3"' in line][:1]
+    bad = _bad_messages(data)
+    half = len(data) // 2
 
-        cli(home, "pipeline", "start", "--fresh", parallelism=1)
-        _publish(settings, data[:half])
-        # Kill while busy: once the store job has written something and every job has completed a
-        # checkpoint to restore from, before everything is processed.
-        from pathwatch.streaming.pipeline import job_lag, status
+    cli(home, "pipeline", "start", "--fresh", parallelism=1, env=env)
+    _publish(settings, data[:half])
+    # Kill while busy: once the store job has written something and every job has completed a
+    # checkpoint to restore from, before everything is processed.
+    from pathwatch.streaming.pipeline import job_lag, status
 
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            written = _rows(settings, "SELECT count(*) FROM latency")[0][0]
-            if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")) \
-                    and all(job.checkpoint for job in status(settings)):
-                break
-            time.sleep(0.5)
-        killed = _kill_taskmanager(home)
-        cli(home, "stack", "up")        # starts a new TaskManager; the jobs restart from their checkpoints
-        cli(home, "pipeline", "start", parallelism=1)  # finds them all still submitted: starts nothing
-        _publish(settings, data[half:] + duplicates)
-        _wait_caught_up(settings)
-        jobs = {job.name: job.to_dict() for job in status(settings)}  # after the kill, before the rescales
-        # Rescale through savepoints: to parallelism 2 (every path's detector state split over two
-        # subtasks) while only bad input arrives, and back to 1 before the rest. The anomalies
-        # released at the end need every path's restored state. (At parallelism 2 the incidents
-        # operator takes the two subtasks' anomalies in arrival order, which can change which
-        # incident a state joins: so no anomaly is released at 2 here; see streaming/README.md.)
-        rescales = [_rescale(home, settings, 2)]
-        _publish(settings, [body for bodies in bad.values() for body in bodies])
-        _wait_caught_up(settings)
-        rescales.append(_rescale(home, settings, 1))
-        _publish(settings, late)
-        # One record per path ahead of the data by more than the ordering delay moves the
-        # watermark past the end of the data on every partition.
-        from pathwatch.models.observe import epoch
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        written = _rows(settings, "SELECT count(*) FROM latency")[0][0]
+        if written > 0 and (job_lag(settings, "detect") or job_lag(settings, "store")) \
+                and all(job.checkpoint for job in status(settings)):
+            break
+        time.sleep(0.5)
+    killed = _kill_taskmanager(home)
+    cli(home, "stack", "up", env=env)        # starts a new TaskManager; the jobs restart from their checkpoints
+    cli(home, "pipeline", "start", parallelism=1, env=env)  # finds them all still submitted: starts nothing
+    _publish(settings, data[half:] + duplicates)
+    _wait_caught_up(settings)
+    jobs = {job.name: job.to_dict() for job in status(settings)}  # after the kill, before the rescales
+    # Rescale through savepoints: to parallelism 2 (every path's detector state split over two
+    # subtasks) while only bad input arrives, and back to 1 before the rest. The anomalies
+    # released at the end need every path's restored state. (At parallelism 2 the incidents
+    # operator takes the two subtasks' anomalies in arrival order, which can change which
+    # incident a state joins: so no anomaly is released at 2 here; see streaming/README.md.)
+    rescales = [_rescale(home, env, settings, 2)]
+    _publish(settings, [body for bodies in bad.values() for body in bodies])
+    _wait_caught_up(settings)
+    rescales.append(_rescale(home, env, settings, 1))
+    _publish(settings, late)
+    # One record per path ahead of the data by more than the ordering delay moves the
+    # watermark past the end of the data on every partition.
+    from pathwatch.models.observe import epoch
 
-        records = [r for body in data for r in normalise(body, Origin("x", 0, 0), 0) if r.target != DEAD]
-        data_end = max(epoch(r.value["time"]) for r in records)
-        tails = _tails(data, data_end + settings.ordering_delay_s + 1)
-        _publish(settings, tails)
-        _wait_caught_up(settings)
-        yield {"jobs": jobs, "rescales": rescales, "home": home, "settings": settings, "data": data, "duplicates": duplicates, "bad": bad, "late": late,
-               "records": records, "data_end": data_end, "tails": tails, "killed": killed, "sim": sim,
-               "hostile": [body for _, body in hostile], "archiver": archiver[1]}
-    finally:
-        subprocess.run([*CLI, "pipeline", "stop"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
-        subprocess.run([*CLI, "stack", "down"], env=_env(home), cwd=REPO, capture_output=True, timeout=300)
-
-
-def _tails(data: list[bytes], at: float) -> list[bytes]:
-    """One tracepath envelope per path at ``at`` (tracepath text has no time: collected_at is its time)."""
-    from datetime import datetime, timezone
-
-    from pathwatch.contract.timefmt import format_utc
-
-    paths = {(e["source"], e["destination"]) for e in map(orjson.loads, data) if e.get("source") and e.get("destination")}
-    stamp = format_utc(datetime.fromtimestamp(at, tz=timezone.utc))
-    text = (" 1?: [LOCALHOST]                      pmtu 1500\n"
-            " 1:  192.0.2.1                                          0.500ms reached\n"
-            "     Resume: pmtu 1500 hops 1 back 1 \n")
-    return [orjson.dumps({"format": "tracepath", "source": source, "destination": destination,
-                          "collected_at": stamp, "payload": text}) for source, destination in sorted(paths)]
+    records = [r for body in data for r in normalise(body, Origin("x", 0, 0), 0) if r.target != DEAD]
+    data_end = max(epoch(r.value["time"]) for r in records)
+    tails = watermark_tails(data, data_end + settings.ordering_delay_s + 1)
+    _publish(settings, tails)
+    _wait_caught_up(settings)
+    return {"run": run, "env": env, "jobs": jobs, "rescales": rescales, "home": home, "settings": settings,
+            "data": data, "duplicates": duplicates, "bad": bad, "late": late, "records": records,
+            "data_end": data_end, "tails": tails, "killed": killed, "sim": sim,
+            "hostile": [body for _, body in hostile], "archiver": archiver[1]}
