@@ -13,6 +13,7 @@ deeper than ``max_depth`` are rejects with the reason, never decoded into memory
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -43,6 +44,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+_NOT_SPACE = re.compile(rb"\S")
 _CHUNK = MIB  # the skip over an oversized line reads this much at a time
 _JSON_SPACE = b" \t\r\n"
 _DEPTH = "(the depth limit)"
@@ -128,7 +130,8 @@ def _split_lines(data: bytes, max_bytes: int) -> Iterator[bytes | _Oversized]:
         stop = len(data) if end < 0 else end + 1
         size = stop - start - (end >= 0)
         if size > max_bytes:
-            yield _Oversized(size, stop - start, data[start : start + max_bytes + 1].lstrip()[:1])
+            found = _NOT_SPACE.search(data, start, stop)  # its first byte that is not white space, as _skip_line finds it
+            yield _Oversized(size, stop - start, found.group() if found else b"")
         else:
             yield data[start:stop]
         start = stop
@@ -314,8 +317,12 @@ def _head(lines: Iterator[bytes | _Oversized], max_bytes: int) -> list[bytes | _
     head: list = []
     size = 0
     for line in lines:
-        if isinstance(line, _Oversized) or line.strip():
+        if line.first if isinstance(line, _Oversized) else line.strip():
             return head + [line]
+        if isinstance(line, _Oversized):  # white space over the limit: blank, counted
+            pieces = sum(part.pieces if isinstance(part, _Blank) else len(part.splitlines()) for part in head)
+            head, size = [_Blank(pieces + 1, size + line.read)], size + line.read
+            continue
         size += len(line)
         if size <= max_bytes:
             head.append(line)
@@ -344,6 +351,7 @@ def _skip_line(stream: BinaryIO, size: int, first: bytes) -> _Oversized:
     while True:
         rest = stream.readline(_CHUNK)
         size += len(rest)
+        first = first or rest.lstrip()[:1]  # (b"" to the end: the whole line is white space)
         if not rest or rest.endswith(b"\n"):
             break
     return _Oversized(size - rest.endswith(b"\n"), size, first)

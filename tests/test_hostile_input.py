@@ -56,6 +56,13 @@ def test_stream_and_bytes_readers_agree_within_any_limits(parts, max_line, max_d
     assert _key(read_stream(io.BytesIO(data), limits)) == _key(read_items(data, limits))
 
 
+@pytest.mark.parametrize("data", [b" " * 9, b"\n" + b" " * 9 + b"\n", b" " * 9 + b"\n" + b'{"a": 1}\n', b" " * 9 + b"x"])
+def test_white_space_over_the_line_limit_is_blank_to_both_readers(data):
+    # (hypothesis found 9 spaces under an 8-byte limit: "empty input" read whole, "over the limit" streamed)
+    limits = Limits(max_line_bytes=8)
+    assert _key(read_stream(io.BytesIO(data), limits)) == _key(read_items(data, limits))
+
+
 # --- limits: a reject naming the line, the limit or the field -------------------------------
 
 
