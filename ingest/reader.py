@@ -444,8 +444,8 @@ def _line_items(box: list, number: int, limits: Limits) -> tuple[list[Item], int
     line = box.pop()
     if isinstance(line, _Blank):
         return [], number + line.pieces
-    if isinstance(line, _Oversized):
-        return [_oversized(f"line {number + 1}", line.size, limits)], number + 1
+    if isinstance(line, _Oversized):  # (one that is all white space is a blank line, however long)
+        return ([_oversized(f"line {number + 1}", line.size, limits)] if line.first else []), number + 1
     pieces = line.splitlines()
     del line
     items = [_json_line(number + index, piece, limits) for index, piece in enumerate(pieces, start=1) if piece.strip()]
