@@ -81,9 +81,15 @@ def rule_cause(f: np.ndarray) -> str:
 
 
 class RunCauseModel:
-    """The trained classifier and its metadata; ``load`` reads the committed artifact."""
+    """The trained forest and its metadata; ``load`` reads the committed artifact.
 
-    def __init__(self, estimator, meta: dict):
+    The estimator is a single-output scikit-learn ``RandomForestClassifier`` (what
+    :func:`pathwatch.models.train_cause.fit` trains), whose vote :func:`forest_vote` counts;
+    any other estimator is refused, named by where it came from.
+    """
+
+    def __init__(self, estimator, meta: dict, source: str = "the run-cause estimator"):
+        _require_forest(estimator, source)
         self.estimator, self.meta = estimator, meta
 
     @classmethod
@@ -95,7 +101,7 @@ class RunCauseModel:
 
         if meta.get("sklearn") != sklearn.__version__:
             raise RuntimeError(f"{path}: trained with scikit-learn {meta.get('sklearn')}, running {sklearn.__version__}; retrain it")
-        return cls(joblib.load(path), meta)
+        return cls(joblib.load(path), meta, source=str(path))
 
     def save(self, path: Path = ARTIFACT) -> None:
         import joblib
@@ -105,33 +111,41 @@ class RunCauseModel:
         path.with_suffix(".json").write_text(json.dumps(self.meta, indent=2, sort_keys=True) + "\n")
 
     def predict(self, rows: np.ndarray) -> list[str]:
-        """The estimator's ``predict``; for a forest, its vote summed tree by tree here (see :func:`forest_vote`)."""
-        rows = np.atleast_2d(rows)
-        if _is_plain_forest(self.estimator) and np.isfinite(rows).all():   # (scikit-learn's checks otherwise)
-            return list(forest_vote(self.estimator, rows))
-        return list(self.estimator.predict(rows))
-
-    def probabilities(self, row: np.ndarray) -> dict[str, float]:
-        probs = self.estimator.predict_proba(np.atleast_2d(row))[0]
-        return {c: round(float(p), 3) for c, p in zip(self.estimator.classes_, probs) if p >= 0.01}
+        """The cause the forest votes for, for each row of features (:func:`forest_vote`)."""
+        return list(forest_vote(self.estimator, np.atleast_2d(rows)))
 
 
-def _is_plain_forest(estimator) -> bool:
+def _require_forest(estimator, source: str) -> None:
+    """A fitted single-output ``RandomForestClassifier`` passes; anything else is a TypeError naming ``source``."""
     from sklearn.ensemble import RandomForestClassifier
 
-    return (type(estimator) is RandomForestClassifier and estimator.n_outputs_ == 1
-            and estimator.n_jobs in (None, 1))     # (threads would add the trees in any order)
+    outputs = getattr(estimator, "n_outputs_", None)
+    if type(estimator) is not RandomForestClassifier or outputs != 1:
+        found = (f"a {type(estimator).__name__}" if type(estimator) is not RandomForestClassifier
+                 else "an unfitted forest" if outputs is None else f"a forest of {outputs} outputs")
+        raise TypeError(f"{source}: a run-cause model is a fitted single-output scikit-learn RandomForestClassifier "
+                        f"(what pathwatch.models.train_cause trains), not {found}; retrain it")
 
 
 def forest_vote(forest, rows: np.ndarray) -> np.ndarray:
-    """``forest.predict(rows)`` of a single-output random forest, the same sums in the same order.
+    """``forest.predict(rows)`` of a single-output random forest: its trees' class probabilities
+    summed one tree after another into float64, divided by the number of trees, the first
+    largest taken — scikit-learn's own sums in its own order (one job).
 
-    scikit-learn's ``predict_proba`` adds the trees' class probabilities one tree after another
-    into a float64 array, divides by the number of trees and takes the first largest; it hands
-    each tree to joblib, which costs more than the tree (~9 ms for 200 trees and a few rows,
-    against ~2 ms here). The artifact is pinned to the scikit-learn version it was trained with.
+    scikit-learn hands each tree to joblib, which costs more than the tree (~9 ms for 200 trees
+    and a few rows, against ~2 ms here). Rows are checked as ``predict`` checks them: two
+    dimensions, at least one row, the forest's number of features, converted to float32 with no
+    infinity after (a NaN is a missing value, which the trees route as they do in ``predict``);
+    otherwise a ValueError. The artifact is pinned to the scikit-learn version it was trained with.
     """
     x = np.ascontiguousarray(rows, dtype=np.float32)      # the forest's own input conversion
+    if x.ndim != 2 or not x.shape[0]:
+        raise ValueError(f"expected a 2-D array of at least one row of features, got shape {x.shape}")
+    if x.shape[1] != forest.n_features_in_:
+        raise ValueError(f"X has {x.shape[1]} features, but {type(forest).__name__} is expecting "
+                         f"{forest.n_features_in_} features as input.")
+    if np.isinf(x).any():
+        raise ValueError("Input X contains infinity or a value too large for dtype('float32').")
     total = np.zeros((x.shape[0], forest.n_classes_), dtype=np.float64)
     for tree in forest.estimators_:
         total += tree.predict_proba(x, check_input=False)

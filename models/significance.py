@@ -42,9 +42,7 @@ def tail_exceeds(k: int, n: int, p: float, alpha: float) -> bool:
                     + k * math.log(p) + (n - k) * math.log1p(-p))
         if log_term > log_alpha + MARGIN:
             return True
-        binomial_sf = _binomial_sf()
-        if binomial_sf is not None:          # (near the line: the function binom.sf evaluates there)
-            return binomial_sf(float(k - 1), float(n), p) > alpha
+        return _binomial_sf()(float(k - 1), float(n), p) > alpha   # (near the line: what binom.sf evaluates)
     return _scipy_tail(k, n, p) > alpha
 
 
@@ -58,10 +56,10 @@ def _scipy_tail(k, n, p) -> float:
 def _binomial_sf():
     """The ufunc ``scipy.stats.binom.sf`` evaluates for a count 0 <= k < n and 0 < p < 1 (its own
     ``_sf``: boost's binomial survival function, at floats), without the distribution's ~0.1 ms of
-    argument checks; None if this scipy has no such ufunc (then ``binom.sf`` is asked)."""
-    from scipy.special import _ufuncs
+    argument checks. The scipy pinned in pyproject.toml has it; one without it is an ImportError."""
+    from scipy.special._ufuncs import _binom_sf
 
-    return getattr(_ufuncs, "_binom_sf", None)
+    return _binom_sf
 
 
 @lru_cache(maxsize=4096)   # the loss detector asks again about the same hours every hour
@@ -204,12 +202,3 @@ def _mwu_exact_tail(u: float, n1: int, n2: int) -> float | None:
         counts = np.concatenate((counts, np.zeros(pad, dtype=np.int64))).reshape(-1, i).cumsum(axis=0).ravel()[: k + 1]
     return int(counts.sum()) / total
 
-
-def _mwu_asymptotic(x: np.ndarray, y: np.ndarray, alternative: str) -> float | None:
-    """The one-sided p-value of scipy's asymptotic Mann–Whitney U test, computed here; None where
-    scipy would answer otherwise (the exact distribution) or the values are not all finite."""
-    found = _mwu_statistic(x, y, alternative)
-    if found is None or found[-1]:
-        return None
-    p = _mwu_normal(*found[:4])
-    return None if p != p else p

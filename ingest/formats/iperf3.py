@@ -55,37 +55,45 @@ def _test_time(start: dict, ctx: Context) -> str | None:
 
 
 def _interval(entry: Any, where: str) -> dict[str, Any]:
-    """One ``intervals[]`` entry: the summed rate, retransmits, and the streams' cwnd and mean RTT."""
-    plain = _plain_interval(entry)
-    return plain if plain is not None else _checked_interval(entry, where)
+    """One ``intervals[]`` entry: the summed rate, retransmits, and the streams' cwnd and mean RTT.
 
-
-def _plain_interval(entry: Any) -> dict[str, Any] | None:
-    """What :func:`_checked_interval` gives for an entry of plain values only (iperf3's own output),
-    without its per-field checks; None when any value needs them."""
-    if entry.__class__ is not dict or (total := entry.get("sum")).__class__ is not dict:
-        return None
+    A plain value (iperf3's own: a count, a finite amount, a bool) is taken as it is; any other
+    goes to the field helpers, which convert it or raise the ParseError naming it, in field order.
+    """
+    if entry.__class__ is not dict:
+        entry = obj(entry, where)
+    total = entry.get("sum")
+    if total.__class__ is not dict:
+        total = need(entry, "sum", dict, where)
     streams = entry.get("streams")
-    if streams is not None and streams.__class__ is not list:
-        return None
+    if streams.__class__ is not list:
+        streams = opt(entry, "streams", list, where, [])
     cwnds = []
     rtts = []
-    for stream in streams or ():
-        if stream.__class__ is not dict:
-            return None
-        cwnd, rtt = stream.get("snd_cwnd"), stream.get("rtt")
-        if not ((cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt))):
-            return None
+    for index, stream in enumerate(streams):
+        plain = stream.__class__ is dict
+        if plain:
+            cwnd, rtt = stream.get("snd_cwnd"), stream.get("rtt")
+            plain = (cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt))
+        if not plain:
+            stream_where = join(join(where, "streams"), index)
+            stream = obj(stream, stream_where)
+            cwnd = integer(stream, "snd_cwnd", stream_where, required=False)
+            rtt = number(stream, "rtt", stream_where, required=False, minimum=0)
         if cwnd:
             cwnds.append(cwnd)
         if rtt:
             rtts.append(rtt / _US_PER_MS)
     get = total.get
     start, end, rate, retransmits, omitted = get("start"), get("end"), get("bits_per_second"), get("retransmits"), get("omitted")
-    if not (plain_amount(start) and plain_amount(end) and plain_amount(rate)):
-        return None
-    if not ((retransmits is None or plain_count(retransmits)) and (omitted is None or omitted.__class__ is bool)):
-        return None
+    if not (plain_amount(start) and plain_amount(end) and plain_amount(rate)
+            and (retransmits is None or plain_count(retransmits)) and (omitted is None or omitted.__class__ is bool)):
+        sum_where = join(where, "sum")
+        start = number(total, "start", sum_where, minimum=0)
+        end = number(total, "end", sum_where, minimum=0)
+        rate = number(total, "bits_per_second", sum_where, minimum=0)
+        retransmits = integer(total, "retransmits", sum_where, required=False)
+        omitted = opt(total, "omitted", bool, sum_where, False)
     return {
         "start_s": start,
         "end_s": end,
@@ -94,33 +102,6 @@ def _plain_interval(entry: Any) -> dict[str, Any] | None:
         "cwnd_bytes": sum(cwnds) if cwnds else None,
         "rtt_ms": sum(rtts) / len(rtts) if rtts else None,
         "omitted": bool(omitted),
-    }
-
-
-def _checked_interval(entry: Any, where: str) -> dict[str, Any]:
-    entry = obj(entry, where)
-    total = need(entry, "sum", dict, where)
-    streams = opt(entry, "streams", list, where, [])
-    cwnds = []
-    rtts = []
-    for index, stream in enumerate(streams):
-        stream_where = join(join(where, "streams"), index)
-        stream = obj(stream, stream_where)
-        cwnd = integer(stream, "snd_cwnd", stream_where, required=False)
-        rtt = number(stream, "rtt", stream_where, required=False, minimum=0)
-        if cwnd:
-            cwnds.append(cwnd)
-        if rtt:
-            rtts.append(rtt / _US_PER_MS)
-    sum_where = join(where, "sum")
-    return {
-        "start_s": number(total, "start", sum_where, minimum=0),
-        "end_s": number(total, "end", sum_where, minimum=0),
-        "throughput_bps": number(total, "bits_per_second", sum_where, minimum=0),
-        "retransmits": integer(total, "retransmits", sum_where, required=False),
-        "cwnd_bytes": sum(cwnds) if cwnds else None,
-        "rtt_ms": sum(rtts) / len(rtts) if rtts else None,
-        "omitted": bool(opt(total, "omitted", bool, sum_where, False)),
     }
 
 

@@ -55,7 +55,6 @@ from ..registry import Format
 from ._stats import delay_stats
 
 RAW_LINE = re.compile(r"^(\d+) (\d+) (\d) ([-.0-9e+]*) (\d+) (\d) ([-.0-9e+]*) (\d+)$")
-RAW_LINES = re.compile(RAW_LINE.pattern, re.MULTILINE)  # every packet line of a payload in one pass
 _MARKER = "--- owping statistics from"
 _WAIT = re.compile(r"^Approximately [\d.]+ seconds until results available$")
 _HEADER = re.compile(r"^--- owping statistics from \[([^\]]*)\]:(\S*) to \[([^\]]*)\]:(\S*) ---$")
@@ -144,23 +143,6 @@ def _packet(groups: tuple[str, ...], number: int, line: str) -> tuple[int, int, 
     if (send_error is not None and send_error < 0) or (receive_error is not None and receive_error < 0):
         raise ParseError(f"line {number}", f"negative clock error estimate: {quote_line(line)}")
     return seq_n, stime_n, rtime_n, ssync == "1", rsync == "1", send_error, receive_error, ttl_n
-
-
-def _plain_raw_packets(payload: str) -> list[tuple] | None:
-    """The packets of a payload that is nothing but ``owping -R`` lines joined by newlines (what
-    owping writes), read with one regex pass; None for anything else (blank, indented or other
-    lines, CR LF endings), which the line-by-line reader handles.
-
-    Each newline-separated line is then exactly one of :func:`_content_lines`, with the same
-    number, so a bad packet raises the same ParseError either way.
-    """
-    rows = RAW_LINES.findall(payload)
-    lines = payload.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    if not rows or len(rows) != len(lines):
-        return None
-    return [_packet(row, number, line) for number, (row, line) in enumerate(zip(rows, lines), start=1)]
 
 
 def _parse_raw(packets: Iterable[tuple], ctx: Context) -> list:
@@ -372,8 +354,6 @@ def _parse_summary(lines: list[tuple[int, str]], ctx: Context) -> list:
 
 def parse(payload: str, ctx: Context) -> list:
     """One latency record per direction: one for raw ``-R`` output, one or two for summaries."""
-    if _MARKER not in payload and (packets := _plain_raw_packets(payload)) is not None:
-        return _parse_raw(packets, ctx)
     lines = _content_lines(payload)
     if not lines:
         raise ParseError("payload", "empty owping output")

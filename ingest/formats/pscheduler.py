@@ -156,25 +156,30 @@ def _throughput(result: dict, spec: dict, where: str) -> dict[str, Any]:
 
 
 def _interval(entry: Any, where: str) -> dict[str, Any]:
-    """One ``intervals[]`` entry of a throughput result (its ``summary``)."""
-    plain = _plain_interval(entry)
-    return plain if plain is not None else _checked_interval(entry, where)
+    """One ``intervals[]`` entry of a throughput result (its ``summary``).
 
-
-def _plain_interval(entry: Any) -> dict[str, Any] | None:
-    """What :func:`_checked_interval` gives for an entry of plain values only, without its per-field
-    checks; None when any value needs them."""
-    if entry.__class__ is not dict or (summary := entry.get("summary")).__class__ is not dict:
-        return None
+    Plain values (a count, a finite amount, a bool) are taken as they are; if any is not, the
+    field helpers read the summary, converting values or raising the ParseError naming the first.
+    """
+    if entry.__class__ is not dict:
+        entry = obj(entry, where)
+    summary = entry.get("summary")
+    if summary.__class__ is not dict:
+        summary = need(entry, "summary", dict, where)
     get = summary.get
     cwnd, rtt, start, end, rate = get("tcp-window-size"), get("rtt"), get("start"), get("end"), get("throughput-bits")
     retransmits, omitted = get("retransmits"), get("omitted")
-    if not ((cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt))):
-        return None
-    if not (plain_amount(start) and plain_amount(end) and plain_amount(rate)):
-        return None
-    if not ((retransmits is None or plain_count(retransmits)) and (omitted is None or omitted.__class__ is bool)):
-        return None
+    if not ((cwnd is None or plain_count(cwnd)) and (rtt is None or plain_amount(rtt)) and plain_amount(start)
+            and plain_amount(end) and plain_amount(rate) and (retransmits is None or plain_count(retransmits))
+            and (omitted is None or omitted.__class__ is bool)):
+        s_where = where + ".summary"
+        cwnd = integer(summary, "tcp-window-size", s_where, required=False)
+        rtt = number(summary, "rtt", s_where, required=False, minimum=0)
+        start = number(summary, "start", s_where, minimum=0)
+        end = number(summary, "end", s_where, minimum=0)
+        rate = number(summary, "throughput-bits", s_where, minimum=0)
+        retransmits = integer(summary, "retransmits", s_where, required=False)
+        omitted = opt(summary, "omitted", bool, s_where, False)
     return {
         "start_s": start,
         "end_s": end,
@@ -183,22 +188,6 @@ def _plain_interval(entry: Any) -> dict[str, Any] | None:
         "cwnd_bytes": cwnd,
         "rtt_ms": rtt / _US_PER_MS if rtt else None,
         "omitted": bool(omitted),
-    }
-
-
-def _checked_interval(entry: Any, where: str) -> dict[str, Any]:
-    summary = need(obj(entry, where), "summary", dict, where)
-    s_where = where + ".summary"
-    cwnd = integer(summary, "tcp-window-size", s_where, required=False)
-    i_rtt = number(summary, "rtt", s_where, required=False, minimum=0)
-    return {
-        "start_s": number(summary, "start", s_where, minimum=0),
-        "end_s": number(summary, "end", s_where, minimum=0),
-        "throughput_bps": number(summary, "throughput-bits", s_where, minimum=0),
-        "retransmits": integer(summary, "retransmits", s_where, required=False),
-        "cwnd_bytes": cwnd,
-        "rtt_ms": i_rtt / _US_PER_MS if i_rtt else None,
-        "omitted": bool(opt(summary, "omitted", bool, s_where, False)),
     }
 
 
@@ -227,31 +216,27 @@ def _latency(result: dict, where: str) -> dict[str, Any]:
 
 
 def _histogram(buckets: dict, where: str) -> dict[float, int]:
-    """{delay ms: count} of ``histogram-latency``."""
-    if all(plain_count(count) for count in buckets.values()):
-        try:
-            return {float(bucket): count for bucket, count in buckets.items()}
-        except ValueError:
-            pass  # the loop below names the bucket
+    """{delay ms: count} of ``histogram-latency``; ParseError naming the first bucket that is not a
+    number of milliseconds or whose count is not a whole number."""
     histogram: dict[float, int] = {}
     for bucket, count in buckets.items():
         try:
             value = float(bucket)
         except ValueError:
             raise ParseError(join(where, bucket), "bucket is not a number of milliseconds") from None
-        histogram[value] = integer({bucket: count}, bucket, where)
+        histogram[value] = count if plain_count(count) else integer({bucket: count}, bucket, where)
     return histogram
 
 
 def _ttls(counts: dict, where: str) -> list[int]:
     """The TTLs ``histogram-ttl`` saw packets arrive with."""
-    if all(ttl.isdecimal() and len(ttl) < 20 and plain_count(count) for ttl, count in counts.items()):
-        return [int(ttl) for ttl, count in counts.items() if count]
     ttls = []
     for ttl, count in counts.items():
         if not ttl.isdigit():  # whole_number refuses what int() does: '²', over 4300 digits
             raise ParseError(join(where, cut(ttl)), "TTL is not a whole number")
-        if integer({ttl: count}, ttl, where):
+        if not plain_count(count):
+            count = integer({ttl: count}, ttl, where)
+        if count:
             ttls.append(whole_number(ttl, join(where, cut(ttl))))
     return ttls
 

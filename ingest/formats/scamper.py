@@ -65,54 +65,45 @@ def looks_like(payload: dict) -> bool:
 
 
 def _reply(entry: Any, where: str) -> dict[str, Any]:
-    """One reply: address, ttl, rtt and what its ICMP type/code says."""
-    plain = _plain_reply(entry)
-    return plain if plain is not None else _checked_reply(entry, where)
+    """One reply: address, ttl, rtt and what its ICMP type/code says.
 
-
-def _plain_reply(entry: Any) -> dict[str, Any] | None:
-    """What :func:`_checked_reply` gives for a reply of plain values only (scamper's own output),
-    without its per-field checks; None when any value needs them."""
+    A plain value (scamper's own: a string, a count, a finite amount) is taken as it is; any other
+    goes to the field helpers, which convert it or raise the ParseError naming it, in field order.
+    """
     if entry.__class__ is not dict:
-        return None
+        entry = obj(entry, where)
     get = entry.get
-    address, ttl, rtt, icmp_type, icmp_code, name = (
-        get("addr"), get("probe_ttl"), get("rtt"), get("icmp_type"), get("icmp_code"), get("name")
-    )
-    if address.__class__ is not str or (version := ip_version(address)) is None:
-        return None
-    if not (ttl.__class__ is int and 1 <= ttl <= 255) or not (rtt is None or plain_amount(rtt)):
-        return None
-    if not (icmp_type is None or plain_count(icmp_type)):
-        return None
-    if not (plain_count(icmp_code) or (icmp_code is None and icmp_type is None)):
-        return None
-    nhmtu = get("icmp_nhmtu")
-    if not (nhmtu is None or plain_count(nhmtu)):
-        return None
-    if not nhmtu:
-        nhmtu = get("icmp_nhmtu:")  # the key as real scamper writes it
-        if not (nhmtu is None or plain_count(nhmtu)):
-            return None
-    if not (name is None or name.__class__ is str):
-        return None
-    return _reply_fields(address, version, ttl, rtt, icmp_type, icmp_code, nhmtu, name)
-
-
-def _checked_reply(entry: Any, where: str) -> dict[str, Any]:
-    entry = obj(entry, where)
-    address = need(entry, "addr", str, where)
+    address = get("addr")
+    if address.__class__ is not str:
+        address = need(entry, "addr", str, where)
     version = ip_version(address)
     if version is None:
         raise ParseError(f"{where}.addr", f"{address!r} is not an IP address")
-    ttl = integer(entry, "probe_ttl", where, minimum=1)
-    if ttl > 255:
-        raise ParseError(f"{where}.probe_ttl", f"must be <= 255, got {ttl}")
-    rtt = number(entry, "rtt", where, required=False, minimum=0)
-    icmp_type = integer(entry, "icmp_type", where, required=False)
-    icmp_code = integer(entry, "icmp_code", where, required=icmp_type is not None)
-    nhmtu = integer(entry, "icmp_nhmtu", where, required=False) or integer(entry, "icmp_nhmtu:", where, required=False)
-    return _reply_fields(address, version, ttl, rtt, icmp_type, icmp_code, nhmtu, opt(entry, "name", str, where))
+    ttl = get("probe_ttl")
+    if not (ttl.__class__ is int and 1 <= ttl <= 255):
+        ttl = integer(entry, "probe_ttl", where, minimum=1)
+        if ttl > 255:
+            raise ParseError(f"{where}.probe_ttl", f"must be <= 255, got {ttl}")
+    rtt = get("rtt")
+    if not (rtt is None or plain_amount(rtt)):
+        rtt = number(entry, "rtt", where, required=False, minimum=0)
+    icmp_type = get("icmp_type")
+    if not (icmp_type is None or plain_count(icmp_type)):
+        icmp_type = integer(entry, "icmp_type", where, required=False)
+    icmp_code = get("icmp_code")
+    if not (plain_count(icmp_code) or (icmp_code is None and icmp_type is None)):
+        icmp_code = integer(entry, "icmp_code", where, required=icmp_type is not None)
+    nhmtu = get("icmp_nhmtu")
+    if not (nhmtu is None or plain_count(nhmtu)):
+        nhmtu = integer(entry, "icmp_nhmtu", where, required=False)
+    if not nhmtu:
+        nhmtu = get("icmp_nhmtu:")  # the key as real scamper writes it
+        if not (nhmtu is None or plain_count(nhmtu)):
+            nhmtu = integer(entry, "icmp_nhmtu:", where, required=False)
+    name = get("name")
+    if not (name is None or name.__class__ is str):
+        name = opt(entry, "name", str, where)
+    return _reply_fields(address, version, ttl, rtt, icmp_type, icmp_code, nhmtu, name)
 
 
 def _reply_fields(address: str, version: int, ttl: int, rtt: float | None, icmp_type: int | None,

@@ -56,15 +56,6 @@ _TOKEN = re.compile(
     re.X,
 )
 _AS_NUMBER = re.compile(r"^AS(\d+)")
-# The usual hop line, read in one match: one address (bare, or "name (ip)") with RTTs and lost
-# probes. It accepts only lines the tokenizer reads as exactly these tokens; others go to it.
-_PLAIN_HOP = re.compile(
-    r"(?:\* +)*(?:(?P<name>[\w.:-]+) \((?P<ip>[^\s()]+)\)|(?P<addr>[\w.:-]+))"
-    r"(?P<probes>(?: +(?:[0-9]+(?:\.[0-9]+)? ms|\*))*)",
-    re.ASCII,
-)
-_PLAIN_RTT = re.compile(r"([0-9]+(?:\.[0-9]+)?) ms", re.ASCII)
-_ALL_LOST = re.compile(r"\*(?: +\*)*")
 _DIAGNOSTIC = re.compile(r"^(?:connect|send|sendto|sendmsg|recv|recvmsg|bind|socket|setsockopt|poll)(?: [\w-]+)?: \S")
 _BAD_DESTINATION = re.compile(r"^Cannot handle \"host\" cmdline arg `(?P<name>[^']*)' on position \d+")
 _RESOLVER = re.compile(r"^(?P<name>[^\s:]+): (?P<reason>[A-Z][^:]*)$")
@@ -83,20 +74,7 @@ def _address(text: str, field: str, line: str) -> str:
 
 
 def _hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
-    """One hop from the probes printed on one line."""
-    if plain := _PLAIN_HOP.fullmatch(rest):
-        address = _address(plain["ip"] or plain["addr"], field, line)
-        name = plain["name"]
-        rtts = [text_number(rtt, field) for rtt in _PLAIN_RTT.findall(plain["probes"])]
-        return {"ttl": ttl, "ip": address, "hostname": name if name and name != address else None, "asn": None,
-                "rtt_ms": round(median(rtts), 6) if rtts else None, "other_ips": []}  # fmt: skip
-    if _ALL_LOST.fullmatch(rest):
-        return {"ttl": ttl, "ip": None}
-    return _tokenized_hop(ttl, rest, field, line)
-
-
-def _tokenized_hop(ttl: int, rest: str, field: str, line: str) -> dict[str, Any]:
-    """One hop from any line traceroute prints, token by token."""
+    """One hop from the probes printed on one line (any line traceroute prints), token by token."""
     hop: dict[str, Any] = {"ttl": ttl, "ip": None}
     answers: dict[str, dict[str, Any]] = {}  # address → hostname, asn, rtts; in order of answer
     current: str | None = None

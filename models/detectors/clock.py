@@ -142,12 +142,16 @@ class ClockDetector(Detector):
         if not obs.ok or not obs.one_way or delay is None or obs.lost >= obs.sent > 0:
             return []
         p = self.p
+        reasons = []                       # what is wrong with this sample alone
+        if delay < p.negative_ms:
+            reasons.append(f"negative one-way delay ({delay:.1f} ms)")
+        if (obs.delay_median_ms or delay) > p.absurd_ms:
+            reasons.append(f"absurd one-way delay ({obs.delay_median_ms or delay:,.0f} ms)")
         error = obs.clock_error_ms
-        if (delay >= p.negative_ms and (obs.delay_median_ms or delay) <= p.absurd_ms
-                and (error is None or error <= p.max_error_ms) and obs.synchronized is not False):
-            reasons = []                   # (what _instant finds in a plausible sample, cheaper)
-        else:
-            reasons = self._instant(obs)
+        if error is not None and error > p.max_error_ms:
+            reasons.append(f"clock error estimate {error:,.0f} ms")
+        if obs.synchronized is False:
+            reasons.append("clocks reported unsynchronised")
         loss = obs.loss
         if loss is None or loss < 0.5:
             t = obs.t
@@ -181,11 +185,11 @@ class ClockDetector(Detector):
         if not reasons:
             floor = self.floor
             if len(floor) < p.drift_window:
-                drift = None                # (_drift's first two answers, inlined: this runs per sample)
+                drift = None                # (too few samples to judge a drift)
             else:
                 low, high = self.floor_bounds
                 least = p.drift_ms_per_h * ((floor[-1][0] - floor[0][0]) / 3600.0) * 0.5
-                drift = None if high - low < least else self._drift()
+                drift = None if high - low < least else self._drift(least)   # (it moved no more than that)
             if drift is None:               # a good sample
                 self.recent.append(False)
                 self.good = good = self.good + 1
@@ -219,28 +223,12 @@ class ClockDetector(Detector):
                          summary=f"Clock trouble on {self.source} → {self.destination}: {'; '.join(self.facts['reasons'][:2])}.",
                          evidence=dict(self.facts))
 
-    def _instant(self, obs: LatencyObs) -> list[str]:
-        reasons = []
-        if obs.delay_min_ms < self.p.negative_ms:
-            reasons.append(f"negative one-way delay ({obs.delay_min_ms:.1f} ms)")
-        if (obs.delay_median_ms or obs.delay_min_ms) > self.p.absurd_ms:
-            reasons.append(f"absurd one-way delay ({obs.delay_median_ms or obs.delay_min_ms:,.0f} ms)")
-        if obs.clock_error_ms is not None and obs.clock_error_ms > self.p.max_error_ms:
-            reasons.append(f"clock error estimate {obs.clock_error_ms:,.0f} ms")
-        if obs.synchronized is False:
-            reasons.append("clocks reported unsynchronised")
-        return reasons
-
-    def _drift(self) -> float | None:
+    def _drift(self, least: float) -> float | None:
+        """The floor's drift (ms/h) that nothing but a clock explains, or None. :meth:`_latency` asks
+        once the floor holds ``drift_window`` samples whose kept bounds moved at least ``least``
+        (half the drift threshold over the floor's span)."""
         floor = self.floor
-        if len(floor) < self.p.drift_window:
-            return None
         values = self.floor_values
-        hours = (floor[-1][0] - floor[0][0]) / 3600.0
-        least = self.p.drift_ms_per_h * hours * 0.5
-        low, high = self.floor_bounds
-        if high - low < least:
-            return None                      # the floor moved too little to be drifting (it moved no more)
         low, high = min(values), max(values)
         self.floor_bounds = (low, high) if not math.isnan(sum(values)) else _NO_BOUNDS
         moved = high - low

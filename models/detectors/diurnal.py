@@ -99,35 +99,13 @@ class DiurnalParams(Params):
 WIDTHS = (3, 4, 5, 6, 8)
 
 
-def masked_medians(sorted_x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Median of ``sorted_x[row]`` for each boolean row of ``mask`` (rows must not be empty).
-
-    >>> masked_medians(np.array([1.0, 2.0, 3.0, 4.0]), np.array([[1, 1, 1, 0], [0, 1, 1, 1]], bool)).tolist()
-    [2.0, 3.0]
-    """
-    return ranked_medians(sorted_x, np.cumsum(mask, axis=1))
-
-
-def ranked_medians(sorted_x: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """:func:`masked_medians` from each row's running count of chosen values (``np.cumsum`` of the mask).
-
-    >>> ranked_medians(np.array([1.0, 2.0, 3.0, 4.0]), np.array([[1, 2, 3, 3], [0, 1, 2, 3]])).tolist()
-    [2.0, 3.0]
-    """
-    counts = ranks[:, -1]
-    lo = np.argmax(ranks >= ((counts + 1) // 2)[:, None], axis=1)
-    hi = np.argmax(ranks >= (counts // 2 + 1)[:, None], axis=1)
-    return (sorted_x[lo] + sorted_x[hi]) / 2
-
-
 def window_medians(t: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every window of ``WIDTHS`` hours starting on any hour: (values inside, median inside,
     median outside). A median over no values is meaningless (:func:`busy_window` skips those).
 
     Each row's median is found from its running count of chosen values, in sorted order: where
-    it first reaches the middle ranks (what :func:`ranked_medians` finds with one ``argmax`` per
-    rank and side, found here for all rows at once by one ``searchsorted`` on the counts, each
-    row lifted above the one before).
+    it first reaches the middle ranks (for all rows at once, by one ``searchsorted`` on the
+    counts, each row lifted above the one before; a rank no count reaches is taken at index 0).
 
     >>> n_in, m_in, m_out = window_medians(np.array([0.5, 1.5, 5.5, 9.5]) * 3600, np.array([1.0, 2.0, 8.0, 9.0]))
     >>> int(n_in[0]), float(m_in[0]), float(m_out[0])
@@ -225,25 +203,6 @@ def floor_over_flanks(t: np.ndarray, floor: np.ndarray, start: float, width: flo
     return np.concatenate(busy_out), np.concatenate(flank_out)
 
 
-def _median(values: np.ndarray) -> np.float64:
-    """``np.median`` of a 1-D float array, the same number, without its overhead on short arrays:
-    the middle of the sorted values, or the mean of the middle two. np.median itself answers where
-    which of equal values stands may show (a zero at the middle: its sign), for no values or NaNs,
-    and for arrays of other types (np.median's mean of integers is a float).
-
-    >>> float(_median(np.array([3.0, 1.0, 2.0, 10.0])))
-    2.5
-    """
-    if values.dtype != np.float64:
-        return np.median(values)
-    ordered = np.sort(values)
-    size = len(ordered)
-    half = size // 2
-    if not size or ordered[-1] != ordered[-1] or not ordered[half] or not ordered[half - 1]:
-        return np.median(values)            # (NaNs sort last)
-    return ordered[half] if size % 2 else (ordered[half - 1] + ordered[half]) / 2
-
-
 def _most(values: np.ndarray, lower_is_worse: bool) -> float:
     """The value at least half of ``values`` are as bad as: the upper median when lower is worse.
 
@@ -255,14 +214,15 @@ def _most(values: np.ndarray, lower_is_worse: bool) -> float:
 
 
 def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int, enough: float = math.inf) -> float:
-    """The deepest trough :func:`busy_window` could find in these values, whatever their hours
-    (or, on few values, the first depth found that reaches ``enough``: whether the deepest reaches
-    it is then answered the same).
+    """The deepest trough :func:`busy_window` could find in these values, whatever their hours, or
+    the first depth found that reaches ``enough`` (whether the deepest reaches it is then
+    answered the same).
 
     A window holding ``n`` values has an inside median no lower than the median of the ``n``
     smallest values and an outside median no higher than that of the others (mirrored when
     higher is worse); rounding keeps both orders, so the depth it computes never exceeds this.
-    Only for positive values (``inf`` when they are not, or hold a NaN: no bound).
+    Only for positive values (``inf`` when they are not, or hold a NaN: no bound). One window
+    size at a time, deepest so far kept (a NaN depth, of infinite values, is never the deepest).
 
     >>> depth_bound([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], True, 2), depth_bound([0.5, 1.0, 1.0, 1.0, 1.0, 1.0], True, 2)
     (0.0, 0.25)
@@ -270,9 +230,22 @@ def depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int, enough
     size = len(sorted_x)
     if not size or not sorted_x[0] > 0 or _holds_nan(sorted_x):
         return math.inf
-    if size >= _VECTOR_FROM and all(type(v) is float for v in sorted_x):
-        return _depth_bound_vectorised(sorted_x, lower_is_worse, min_in)
-    return _depth_bound_loop(sorted_x, lower_is_worse, min_in, enough)
+    best = -math.inf
+    for n_in in range(min_in, size - 2 * min_in + 1):
+        n_out = size - n_in
+        if lower_is_worse:
+            m_in = (sorted_x[(n_in + 1) // 2 - 1] + sorted_x[n_in // 2]) / 2
+            m_out = (sorted_x[n_in + (n_out + 1) // 2 - 1] + sorted_x[n_in + n_out // 2]) / 2
+            depth = 1 - m_in / m_out
+        else:
+            m_in = (sorted_x[n_out + (n_in + 1) // 2 - 1] + sorted_x[n_out + n_in // 2]) / 2
+            m_out = (sorted_x[(n_out + 1) // 2 - 1] + sorted_x[n_out // 2]) / 2
+            depth = m_in / m_out - 1
+        if depth > best:
+            best = depth
+            if best >= enough:
+                return best
+    return best
 
 
 def _holds_nan(values: list) -> bool:
@@ -305,54 +278,6 @@ def rough_depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) 
     if lower_is_worse:
         return 1 - sorted_x[(min_in + 1) // 2 - 1] / sorted_x[size - min_in]
     return sorted_x[size - (min_in + 1) // 2] / sorted_x[min_in - 1] - 1
-
-
-def _depth_bound_loop(sorted_x: list[float], lower_is_worse: bool, min_in: int, enough: float = math.inf) -> float:
-    """:func:`depth_bound`'s search, one window size at a time (cheaper on few values), stopped
-    once the deepest so far reaches ``enough``."""
-    size = len(sorted_x)
-    best = -math.inf
-    for n_in in range(min_in, size - 2 * min_in + 1):
-        n_out = size - n_in
-        if lower_is_worse:
-            m_in = (sorted_x[(n_in + 1) // 2 - 1] + sorted_x[n_in // 2]) / 2
-            m_out = (sorted_x[n_in + (n_out + 1) // 2 - 1] + sorted_x[n_in + n_out // 2]) / 2
-            depth = 1 - m_in / m_out
-        else:
-            m_in = (sorted_x[n_out + (n_in + 1) // 2 - 1] + sorted_x[n_out + n_in // 2]) / 2
-            m_out = (sorted_x[(n_out + 1) // 2 - 1] + sorted_x[n_out // 2]) / 2
-            depth = m_in / m_out - 1
-        if depth > best:
-            best = depth
-            if best >= enough:
-                return best
-    return best
-
-
-# depth_bound's loop is cheaper on fewer values than numpy's calls
-_VECTOR_FROM = 100
-
-
-def _depth_bound_vectorised(sorted_x: list[float], lower_is_worse: bool, min_in: int) -> float:
-    """:func:`depth_bound`'s loop on positive floats without NaNs, all window sizes at once: the same
-    float operations, the same maximum (a NaN depth, of infinite values, is never the best there)."""
-    size = len(sorted_x)
-    n_in = np.arange(min_in, size - 2 * min_in + 1)
-    if not n_in.size:
-        return -math.inf
-    x = np.array(sorted_x, dtype=float)
-    n_out = size - n_in
-    with np.errstate(all="ignore"):
-        if lower_is_worse:
-            m_in = (x[(n_in + 1) // 2 - 1] + x[n_in // 2]) / 2
-            m_out = (x[n_in + (n_out + 1) // 2 - 1] + x[n_in + n_out // 2]) / 2
-            depth = 1 - m_in / m_out
-        else:
-            m_in = (x[n_out + (n_in + 1) // 2 - 1] + x[n_out + n_in // 2]) / 2
-            m_out = (x[(n_out + 1) // 2 - 1] + x[n_out // 2]) / 2
-            depth = m_in / m_out - 1
-    depth = depth[~np.isnan(depth)]
-    return float(depth.max()) if depth.size else -math.inf
 
 
 class BusyHours:
@@ -607,8 +532,8 @@ class DiurnalDetector(Detector):
         if lower_is_worse and depth < p.depth:
             return None
         x_in, x_out = x[inside], x[~inside]
-        m_out = _median(x_out)
-        if not lower_is_worse and (_median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
+        m_out = np.median(x_out)
+        if not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
             return None
         needed = 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1)
 
@@ -646,9 +571,9 @@ class DiurnalDetector(Detector):
                  "days": len(trough_days), "first_t": first_t,
                  "last_day": int((trough_days[-1] * DAY + start * 3600.0) // DAY)}   # calendar day it began
         if lower_is_worse:
-            facts.update({"busy_bps": round(float(_median(x_in))), "other_bps": round(float(m_out))})
+            facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
         else:
-            facts.update({"busy_queue_ms": round(float(_median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
+            facts.update({"busy_queue_ms": round(float(np.median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
         if self.is_open("diurnal_saturation"):
             return facts    # (an open episode only needs to know the trough is still there: no corroboration)
         corroboration = self._corroboration(start, width)

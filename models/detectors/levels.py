@@ -231,11 +231,7 @@ class _Shift:
             if self._moved or self._worked is None:
                 base = self.base
                 m = base.median()               # (median(base), without the sort)
-                if base.nans or base.others:
-                    spread = mad(base, m)
-                else:   # (floats alone: the same deviations in another order, sorted faster from sorted values)
-                    spread = median(map(abs, map(sub, base.sorted, repeat(m))))
-                self._worked, self._moved = (m, max(floor, rel * abs(m), k * 1.4826 * spread)), False
+                self._worked, self._moved = (m, max(floor, rel * abs(m), k * 1.4826 * mad(base, m))), False
             self._cached = self._worked
         return self._cached
 
@@ -706,10 +702,7 @@ class LevelDetector(Detector):
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
-        cached = shift._cached
-        if cached is None or shift.frozen is not None:
-            cached = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
-        base, threshold = cached            # (reference's answer: what it keeps, when no shift froze it)
+        base, threshold = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
         bound = obs.clock_error_ms
         if bound is not None and bound > threshold and obs.one_way:
             threshold = bound               # a one-way delay moves within its clocks' error bound without the path

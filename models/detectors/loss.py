@@ -221,6 +221,8 @@ def bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: flo
     """
     if len(bins) < 2:
         return
+    if memo is None:
+        memo = {}                           # (this call's own: nothing kept for later calls)
     bar = None
     last = len(bins) - 1
     for i in range(len(bins)) if lossy is None else lossy:
@@ -234,17 +236,13 @@ def bursts(bins: list[tuple[int, int, int]], floor: float, side: int, alpha: flo
         # cheap screen: only an hour well above the series' typical rate can be a burst
         if lost <= bar * sent:
             continue
-        if memo is None:
-            quieter, louder = _neighbour_rates(bins, i, side)
-            burst = poisson_tail_below(lost, max(louder, floor) * sent, alpha)
-        else:
-            key = (first + i, i if i < side else side, last - i if last - i < side else side)
-            kept = memo.get(key)
-            if kept is None or kept[2] != floor or kept[3] != alpha:
-                rates = _neighbour_rates(bins, i, side) if kept is None else kept[:2]
-                burst = poisson_tail_below(lost, max(rates[1], floor) * sent, alpha)
-                kept = memo[key] = (*rates, floor, alpha, burst)
-            quieter, _, _, _, burst = kept
+        key = (first + i, i if i < side else side, last - i if last - i < side else side)
+        kept = memo.get(key)
+        if kept is None or kept[2] != floor or kept[3] != alpha:
+            rates = _neighbour_rates(bins, i, side) if kept is None else kept[:2]
+            burst = poisson_tail_below(lost, max(rates[1], floor) * sent, alpha)
+            kept = memo[key] = (*rates, floor, alpha, burst)
+        quieter, _, _, _, burst = kept
         if burst:
             yield i, int(round(max(quieter, floor) * sent))
 

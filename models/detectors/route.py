@@ -275,10 +275,6 @@ class _Variant:
     def matches(self, obs: TraceObs) -> bool:
         return same_route(self.hops, self.reached, route_of(obs), bool(obs.reached))
 
-    def matches_route(self, route: tuple, reached: bool) -> bool:
-        """:meth:`matches` for a trace whose :func:`route_of` and reach are already known."""
-        return same_route(self.hops, self.reached, route, reached)
-
 
 def step_noise(values) -> float:
     """The noise of a series from one value to the next: 1.4826 × the median absolute successive
@@ -505,7 +501,7 @@ class RouteDetector(Detector):
             tool = self.tools[obs.tool] = _ToolRoutes(obs.tool, self.p.reach_history)
         reached = obs.reached
         if reached and not self.failures and "unreachable" not in self.episodes:
-            tool.reach.append(True)     # (_reachability's answer for a trace that reached, inlined)
+            tool.reach.append(True)     # the usual trace: it reached a path that was reachable
             out = []
         else:
             out = self._reachability(obs, tool)
@@ -514,7 +510,7 @@ class RouteDetector(Detector):
         if reached and obs.pmtu_bytes:
             self.pmtu_max = max(self.pmtu_max or 0, obs.pmtu_bytes)
         now, forget_s = obs.t, self.p.forget_s
-        for variant in tool.known:      # (_forget's first look, inlined: with every route recent it does nothing)
+        for variant in tool.known:      # (with every known route seen within forget_s there is nothing to forget)
             if not now - variant.last <= forget_s:
                 self._forget(tool, now)
                 break
@@ -528,28 +524,27 @@ class RouteDetector(Detector):
         return obs.min_hop_mtu is not None and self.pmtu_max is not None and obs.min_hop_mtu < self.pmtu_max
 
     def _reachability(self, obs: TraceObs, tool: _ToolRoutes) -> list[Anomaly]:
+        """What a trace says of reachability, but for the usual one that :meth:`_trace` takes
+        itself (it reached, with no failures counted and no ``unreachable`` open)."""
         reach, reached = tool.reach, obs.reached
+        if reached:                     # (failures counted, or unreachable open: it answers again)
+            out = self._success(obs.t, f"{obs.tool} reached the destination")
+            reach.append(True)
+            return out
         mtu_cut = self._mtu_cut(obs)
         out: list[Anomaly] = []
-        if reached:
-            if self.failures or "unreachable" in self.episodes:
-                out = self._success(obs.t, f"{obs.tool} reached the destination")
-        elif reached is False and not mtu_cut and sum(reach) >= max(2, len(reach) // 2):
+        if reached is False and not mtu_cut and sum(reach) >= max(2, len(reach) // 2):
             # (the destination answered at least half of the recent traces: this one failed)
             last = next((h for h in reversed(obs.hops) if h is not None), None)
             out = self._failure(obs.t, f"{obs.tool} stopped at hop {obs.last_answer_ttl} ({last})")
-        if reached is not None and not (reached is False and mtu_cut):
-            reach.append(bool(reached))
+        if reached is False and not mtu_cut:
+            reach.append(False)
         return out
 
     def _forget(self, tool: _ToolRoutes, now: float) -> None:
+        """Drop the known routes not seen for forget_s (:meth:`_trace` asks only when one of them
+        was not); a route in use for longer than forget_s is remembered as long as it was in use."""
         forget_s, most = self.p.forget_s, self.p.remember_max_s
-        for v in tool.known:
-            if not now - v.last <= forget_s:
-                break
-        else:
-            return                  # every known route seen within forget_s: nothing to forget
-        # a route in use for longer than forget_s is remembered as long as it was in use
         tool.known = [v for v in tool.known if now - v.last <= max(forget_s, min(v.last - v.first, most))]
 
     def _route(self, obs: TraceObs, tool: _ToolRoutes, owd_before: float | None = None) -> list[Anomaly]:
@@ -558,11 +553,7 @@ class RouteDetector(Detector):
         if route and route[-1] is None:
             route = route_of(obs)                # (else route_of's answer is the hops themselves)
         reached = bool(obs.reached)
-        variants = tool.known
-        if variants and variants[0].hops == route and route.count(None) != len(route):
-            known, gaps = variants[0], 0         # (best's answer when the first known route is the trace's)
-        else:
-            known, gaps = tool.best(variants, route, reached)
+        known, gaps = tool.best(tool.known, route, reached)
         # An open change ends when an old route comes back, or when the new one has settled in.
         if "route_change" in self.episodes and tool.changed_at is not None:
             if known is not None and any(known is v for v in tool.changed_from):

@@ -29,16 +29,6 @@ from pathwatch.models.window import SortedWindow
 _LEGACY_KEYS = ("trace",)   # series keyed before traces were kept per tool
 
 
-def series_of(obs) -> str:
-    """The scheduled test an observation comes from, whose cadence is learnt: ``throughput``,
-    ``latency`` (one-way), ``ping``, or the trace tool's name (``traceroute``, ``tracepath``, ...)."""
-    if type(obs) is TraceObs:
-        return obs.tool
-    if type(obs) is LatencyObs:
-        return "latency" if obs.one_way else "ping"
-    return "throughput"
-
-
 @dataclass(frozen=True)
 class SilenceParams(Params):
     misses: float = 3.0          # cadences without a result before the path counts as silent
@@ -66,6 +56,13 @@ class _Cadence:
         if len(self.gaps) < min_gaps:
             return None
         return self.gaps.median()
+
+    def kept_wait(self, p: SilenceParams) -> float | None:
+        """:meth:`work_out_wait`, worked out again only once the gaps moved."""
+        wait = self.wait
+        if wait is _UNKNOWN:
+            wait = self.wait = self.work_out_wait(p)
+        return wait
 
     def work_out_wait(self, p: SilenceParams) -> float | None:
         """How long after the last result the next is overdue (None: no cadence yet, or too rare):
@@ -128,10 +125,11 @@ class SilenceDetector(Detector):
             self._settle(self.cadences)
 
     def _due(self, kind: str) -> float | None:
+        """When the next ``kind`` result is overdue (None: no cadence yet, or already overdue)."""
         cadence = self.cadences[kind]
         if cadence.last is None or kind in self.overdue:
             return None
-        wait = cadence.work_out_wait(self.p)
+        wait = cadence.kept_wait(self.p)
         return None if wait is None else cadence.last + wait
 
     def _settle(self, kinds) -> None:
@@ -139,11 +137,7 @@ class SilenceDetector(Detector):
         dues = self.dues
         for kind in kinds:
             dues[kind] = self._due(kind)
-        earliest = None
-        for t in dues.values():
-            if t is not None and (earliest is None or t < earliest):
-                earliest = t
-        self._deadline = earliest
+        self._deadline = _earliest(dues)
 
     def deadline(self) -> float | None:
         return self._deadline
@@ -170,13 +164,15 @@ class SilenceDetector(Detector):
         )
 
     def observe(self, obs) -> list[Anomaly]:
+        # The scheduled test it comes from, whose cadence is learnt: ``latency`` (one-way), ``ping``,
+        # the trace tool's name (``traceroute``, ``tracepath``, ...) or ``throughput``.
         cls = type(obs)
-        if cls is LatencyObs:               # (series_of, inlined: this runs per observation)
+        if cls is LatencyObs:
             kind = "latency" if obs.one_way else "ping"
         elif cls is TraceObs:
             kind = obs.tool
         else:
-            kind = series_of(obs)
+            kind = "throughput"
         t = obs.t
         cadence = self.cadences.get(kind)
         if cadence is None:
@@ -193,22 +189,25 @@ class SilenceDetector(Detector):
                 cadence.wait = _UNKNOWN
         if last is None or t > last:
             cadence.last = last = t
-        # Only this type's due time moved: _settle for one type, with _due inlined (this runs per
-        # observation; the type is not overdue now and has a last time).
-        wait = cadence.wait
-        if wait is _UNKNOWN:
-            wait = cadence.wait = cadence.work_out_wait(self.p)
+        # Only this type's due time moved: _settle for one type (which is not overdue now and has
+        # a last time), the deadline left as it is when another type's due was and is the earliest.
+        wait = cadence.kept_wait(self.p)
         dues = self.dues
         before, earliest = dues.get(kind), self._deadline
         dues[kind] = due = None if wait is None else last + wait
         if before is not None and due is not None and earliest is not None and before > earliest <= due:
-            return out                      # (another type's due was the earliest and still is)
-        earliest = None
-        for due in dues.values():
-            if due is not None and (earliest is None or due < earliest):
-                earliest = due
-        self._deadline = earliest
+            return out
+        self._deadline = _earliest(dues)
         return out
+
+
+def _earliest(dues: dict[str, float | None]) -> float | None:
+    """The earliest due time, as ``min`` takes it (None: none)."""
+    earliest = None
+    for due in dues.values():
+        if due is not None and (earliest is None or due < earliest):
+            earliest = due
+    return earliest
 
 
 def _human(seconds: float) -> str:
