@@ -77,10 +77,11 @@ def test_in_repo_samples_are_complete_and_their_origins_written_down(outside):
         "pscheduler/trace-result.json",
         "pscheduler/trace-task.json",
         "ripe_atlas/sagan_test_traceroutes.jsonl",
+        "ripe_atlas/sagan_test_pings.jsonl",
     }
     sources = (IN_REPO / "SOURCES.md").read_text()
     for name in ("trace-result.json", "trace-task.json", "archiver-input.json", "pscheduler_parser_fixture_0_TCP.json",
-                 "sagan_test_traceroutes.jsonl", "Apache-2.0", "GPL-3.0"):
+                 "sagan_test_traceroutes.jsonl", "sagan_test_pings.jsonl", "Apache-2.0", "GPL-3.0"):
         assert name in sources, f"SOURCES.md does not name {name}"
     assert (IN_REPO / "licenses" / "Apache-2.0").read_text().lstrip().startswith("Apache License")
     assert "GNU GENERAL PUBLIC LICENSE" in (IN_REPO / "licenses" / "GPL-3.0").read_text()[:200]
@@ -159,6 +160,7 @@ def _check_atlas_lines(path: Path) -> dict[int, set[str]]:
         raw = json.loads(line)
         (rec,) = parse_one(raw)
         assert rec.time == from_epoch(raw["timestamp"]) and rec.probe_id == raw["prb_id"]
+        assert rec.source == f"atlas-probe-{raw['prb_id']}"  # the probe, whatever address it had that day
         assert [h.ttl for h in rec.hops] == [h["hop"] for h in raw["result"]]
         for hop, source_hop in zip(rec.hops, raw["result"]):
             answered = [r["from"] for r in source_hop.get("result", []) if "from" in r]
@@ -174,6 +176,25 @@ def test_atlas_samples_parse_and_paths_change_over_time(outside):
         _check_atlas_lines(path)
 
 
+def test_atlas_ping_samples_give_the_probes_own_summary():
+    """Each result's packets and delays as Atlas summarised them (min/avg/max over the replies,
+    duplicates left out; -1 where nothing came back), from every firmware era the samples span."""
+    lines = (IN_REPO / "ripe_atlas" / "sagan_test_pings.jsonl").read_text().splitlines()
+    eras = set()
+    for line in lines:
+        raw = json.loads(line)
+        (rec,) = parse_one(raw)
+        eras.add("strings" if isinstance(raw["sent"], str) else "summary" if "result" not in raw else "replies")
+        assert (rec.kind, rec.one_way, rec.tool) == ("latency", False, "ripe-atlas")
+        assert rec.source == f"atlas-probe-{raw['prb_id']}" and rec.time == from_epoch(raw["timestamp"])
+        assert (rec.packets_sent, rec.packets_received) == (int(raw["sent"]), int(raw["rcvd"]))
+        assert rec.duplicates == int(raw["dup"])
+        for ours, theirs in ((rec.delay_min_ms, raw["min"]), (rec.delay_mean_ms, raw["avg"]), (rec.delay_max_ms, raw["max"])):
+            theirs = float(theirs)
+            assert ours is None if theirs == -1 else ours == pytest.approx(theirs, abs=1e-6)
+    assert eras == {"strings", "summary", "replies"} and len(lines) == 15
+
+
 def test_cli_over_every_sample(outside):
     files = sorted(str(p) for p in sample_files(IN_REPO).values())
     done = run("parse", "--keep-going", *files)
@@ -182,7 +203,7 @@ def test_cli_over_every_sample(outside):
     assert len(errors) == 2, errors  # the simplestream archiver input and the task without a result
     assert any("archiver-input.json" in e and "simplestream" in e for e in errors)
     assert any("trace-task.json" in e for e in errors)
-    assert len(done.stdout.splitlines()) == 4 + 1 + 19
+    assert len(done.stdout.splitlines()) == 4 + 1 + 19 + 15
     for path in extras(outside):  # the outside folder's other files: each is records or errors naming it, never a crash
         done = run("parse", "--keep-going", str(path))
         errors = done.stderr.decode().splitlines()
