@@ -86,7 +86,6 @@ ROOT_ORDER: tuple[str, ...] = (
 )
 _ROOT_RANK = {kind: i for i, kind in enumerate(ROOT_ORDER)}
 
-_DARK = frozenset({"no_data", "unreachable"})
 _DARK_CONSEQUENCES = frozenset({"no_data", "unreachable", "route_change", "loss_step", "throughput_drop"})
 
 

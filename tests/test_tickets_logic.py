@@ -6,15 +6,14 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
-from dataclasses import replace
 
 import pytest
 
 from pathwatch.models import incidents as keys
 from pathwatch.tickets import body, policy, reconcile
-from pathwatch.tickets.backends.base import BackendUnavailable, ProblemState
+from pathwatch.tickets.backends.base import BackendUnavailable
 from tests.tickets_memory import MemoryBackend
-from tests.tickets_stream import DAY, HOP, HOUR, T0, TEN, loss_step, route_change, scenario
+from tests.tickets_stream import DAY, HOP, HOUR, T0, loss_step, route_change, scenario
 
 
 def test_docstring_examples_of_the_tickets_package():
