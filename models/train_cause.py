@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from pathwatch.models.observe import ThroughputObs, observe, epoch
-from pathwatch.models.run_cause import ARTIFACT, CAUSES, FEATURES, Baseline, RunCauseModel, degraded, features, rule_cause
+from pathwatch.models.run_cause import (ARTIFACT, CAUSES, FEATURES, Baseline, RunCauseModel, degraded, features,
+                                        forest_vote, rule_cause)
 
 CAUSE_OF_KIND = {
     "window_limited": "window_limited",
@@ -141,17 +142,17 @@ def fit(x_train: np.ndarray, y_train: list[str], x_test: np.ndarray, y_test: lis
     estimator = RandomForestClassifier(n_estimators=200, max_depth=10, min_samples_leaf=2, class_weight="balanced",
                                        random_state=0, n_jobs=1)
     estimator.fit(x_train, y_train)
-    model = RunCauseModel(estimator, {})
-    model.meta = {
+    predicted = list(forest_vote(estimator, x_test))     # (as the detectors will ask it)
+    meta = {
         "model": "run_cause", "version": MODEL_VERSION, "sklearn": sklearn.__version__,
         "estimator": "RandomForestClassifier(n_estimators=200, max_depth=10, min_samples_leaf=2, class_weight=balanced)",
         "features": list(FEATURES), "classes": sorted(set(y_train)),
         "train_seeds": train_seeds, "test_seeds": test_seeds, "hosts": hosts, "days": days,
         "train_runs": len(y_train), "test_runs": len(y_test),
-        "held_out": {"model": scores(y_test, model.predict(x_test)),     # (as the detectors will ask it)
+        "held_out": {"model": scores(y_test, predicted),
                      "rules": scores(y_test, [rule_cause(row) for row in x_test])},
     }
-    return model
+    return RunCauseModel(estimator, meta)
 
 
 def main(argv: list[str] | None = None) -> int:
