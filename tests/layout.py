@@ -9,10 +9,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _setuptools() -> dict:
+    """pyproject.toml's ``[tool.setuptools]`` table."""
+    with (REPO / "pyproject.toml").open("rb") as handle:
+        return tomllib.load(handle)["tool"]["setuptools"]
+
+
 def package_dirs() -> dict[str, str]:
     """``{"pathwatch.models": "models", ...}`` from ``[tool.setuptools] package-dir``."""
-    with (REPO / "pyproject.toml").open("rb") as handle:
-        return dict(tomllib.load(handle)["tool"]["setuptools"]["package-dir"])
+    return dict(_setuptools()["package-dir"])
 
 
 def product_folders() -> list[Path]:
@@ -22,5 +27,4 @@ def product_folders() -> list[Path]:
 
 def packages() -> list[str]:
     """Every importable package of the project, sub-packages included."""
-    with (REPO / "pyproject.toml").open("rb") as handle:
-        return list(tomllib.load(handle)["tool"]["setuptools"]["packages"])
+    return list(_setuptools()["packages"])
