@@ -10,36 +10,20 @@ plain Python values and pickle, which is what Flink keyed state and checkpoints 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from pathwatch.models.anomaly import SEVERITIES, Anomaly
-
-
-@dataclass(frozen=True)
-class Params:
-    """Base of each detector's parameters (a frozen dataclass of numbers with defaults)."""
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any], *, where: str) -> Params:
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        converted = {}
-        for name, value in values.items():
-            default = getattr(cls(), name)
-            if isinstance(default, bool) or not isinstance(default, (int, float)):
-                converted[name] = value
-            elif not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ValueError(f"{where}.{name}: expected a number, got {value!r}")
-            else:
-                converted[name] = type(default)(value) if isinstance(default, float) else value
-        return cls(**converted)
+from pathwatch.models.context import PathContext
+from pathwatch.models.params import Params
 
 
 class Detector:
-    """Base class: subclasses set ``name``, ``kinds``, ``reads`` and ``Params`` and implement ``observe``."""
+    """Base class: subclasses set ``name``, ``kinds``, ``reads`` and ``Params`` and implement ``observe``.
+
+    ``context`` is the path's :class:`~pathwatch.models.context.PathContext`: what a detector
+    needs of the path beyond its own observations (busy hours, route moves, the black-hole
+    judge) it reads there, never from another detector.
+    """
 
     name: ClassVar[str]
     kinds: ClassVar[tuple[str, ...]]
@@ -48,10 +32,13 @@ class Detector:
     # True for detectors that act on time alone (they override deadline and on_time).
     timed: ClassVar[bool] = False
 
-    def __init__(self, source: str | None, destination: str | None, params: Params | None = None):
+    def __init__(self, source: str | None, destination: str | None, params: Params | None = None,
+                 context: PathContext | None = None):
         self.source = source
         self.destination = destination
         self.p = params if params is not None else self.Params()
+        # The facts the path's detectors share (its monitor hands every detector the same one).
+        self.context = context if context is not None else PathContext()
         self.episodes: dict[str, Anomaly] = {}
 
     # --- the interface the monitor calls -------------------------------------------------

@@ -62,7 +62,7 @@ from typing import Any
 
 from pathwatch.contract.keys import path_key
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Params
+from pathwatch.models.params import Params
 
 HOUR = 3600.0
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.anomaly import DETECTOR_VERSION, Anomaly
 from pathwatch.models.base import Detector
 from pathwatch.models.config import DetectorConfig
+from pathwatch.models.context import PathContext
 from pathwatch.models.observe import Observation, observe
 
 
@@ -24,8 +25,11 @@ class PathMonitor:
         config = config or DetectorConfig()
         self.source = source
         self.destination = destination
-        self.detectors: list[Detector] = config.build(source, destination)
-        self._share_state()
+        # The detectors' version and the configuration's digest this monitor was built with: a
+        # saved monitor made by others is rebuilt, not patched (see ``made_with``).
+        self.made_by = (DETECTOR_VERSION, config.digest)
+        self.context = PathContext(config.context)     # what the path's detectors share
+        self.detectors: list[Detector] = config.build(source, destination, self.context)
         self.timed = [d for d in self.detectors if d.timed]
         self.last_t: float | None = None
         # Per observation type, the timed detectors' deadline methods and the detector methods
@@ -33,40 +37,11 @@ class PathMonitor:
         self.calls: dict[type, tuple[list[Callable], list[Callable]]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {key: value for key, value in self.__dict__.items() if key not in ("calls", "readers")}
+        return {key: value for key, value in self.__dict__.items() if key != "calls"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.pop("readers", None)    # the cache of earlier versions
         self.calls = {}
-        self._share_state()                   # (states pickled before this state was shared)
-
-    def _share_state(self) -> None:
-        """Share state between the path's detectors: the diurnal detector's busy hours with every
-        detector that has a ``busy`` attribute (a saturated path's daily symptoms within them are
-        the saturation's, not new problems), the route detector's moves with every detector
-        that has a ``route_moves`` attribute (a delay step taken with a route move is the route's),
-        and the MTU detector's judge of black-hole runs with every detector that has a ``stalls``
-        attribute (so all agree on each run)."""
-        from pathwatch.models.detectors.diurnal import BusyHours
-        from pathwatch.models.detectors.route import RouteMoves
-        from pathwatch.models.stall import BlackHoleStalls
-
-        shared = next((d.busy for d in self.detectors if d.name == "diurnal"), None)
-        if shared is not None:
-            for detector in self.detectors:
-                if isinstance(getattr(detector, "busy", None), BusyHours):
-                    detector.busy = shared
-        stalls = next((d.stalls for d in self.detectors if d.name == "mtu"), None)
-        if stalls is not None:
-            for detector in self.detectors:
-                if isinstance(getattr(detector, "stalls", None), BlackHoleStalls):
-                    detector.stalls = stalls
-        moves = next((d.moves for d in self.detectors if d.name == "route"), None)
-        if moves is not None:
-            for detector in self.detectors:
-                if isinstance(getattr(detector, "route_moves", None), RouteMoves):
-                    detector.route_moves = moves
 
     def observe_record(self, record: dict[str, Any]) -> list[Anomaly]:
         obs = observe(record)
@@ -119,6 +94,17 @@ class PathMonitor:
             for detector in self.timed:
                 if detector.deadline() == due:
                     out.extend(detector.on_time(due))
+
+    def made_with(self, config: DetectorConfig) -> bool:
+        """Whether this monitor was built by these detectors (``DETECTOR_VERSION``) with ``config``:
+        a restored monitor that was not is rebuilt from the configuration (:meth:`retire` first)."""
+        return getattr(self, "made_by", None) == (DETECTOR_VERSION, config.digest)
+
+    def retire(self, why: str = "the detectors were rebuilt: their version or configuration changed") -> list[Anomaly]:
+        """Close every open anomaly at the last observation's time (this monitor is being replaced)."""
+        end = self.last_t
+        return [closed for d in self.detectors for kind in list(d.episodes)
+                for closed in d.close(kind, end if end is not None else d.episodes[kind].detected_at, {"ended": why})]
 
     def open_anomalies(self) -> list[Anomaly]:
         return [a for d in self.detectors for a in d.episodes.values()]

@@ -52,13 +52,6 @@ class ThroughputObs:
     receive_window_bytes: int | None = None
     send_buffer_bytes: int | None = None
 
-    def __setstate__(self, state) -> None:
-        """Restore a pickled observation (a detector's state); one pickled before ``target_bps``
-        or the RTT floor and buffers existed reads as a test that asked for no rate and said nothing of them."""
-        self.target_bps = self.rtt_min_ms = self.receive_window_bytes = self.send_buffer_bytes = None
-        for name, value in (state[1] if isinstance(state, tuple) else state).items():
-            setattr(self, name, value)
-
 
 @dataclass(slots=True)
 class LatencyObs:

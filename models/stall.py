@@ -11,8 +11,8 @@ So a stall counts as a black hole's only when the run crawls: its largest window
 reports one, else its rate) under ``crawl_fraction`` of the median of the path's last usual runs.
 With fewer than ``min_runs`` usual runs known, the stall alone decides.
 
-The MTU, levels and diurnal detectors of a path share one ``BlackHoleStalls`` (``PathMonitor``),
-so they agree on every run: the levels and diurnal detectors leave a black hole's runs to the
+The MTU, levels and diurnal detectors of a path share one ``BlackHoleStalls`` (the path's
+:class:`~pathwatch.models.context.PathContext`, from its ``context`` parameters), so they agree on every run: the levels and diurnal detectors leave a black hole's runs to the
 MTU detector and count every other run.
 
 >>> from pathwatch.models.observe import ThroughputObs
@@ -34,12 +34,6 @@ from collections import deque
 
 from pathwatch.models.observe import ThroughputObs, black_hole_stall
 from pathwatch.models.window import median
-
-# The crawl test's defaults (the MTU detector's parameters of the same names default to these).
-CRAWL_FRACTION = 0.05   # a black hole's run stays under this share of the usual runs' window (else rate)
-USUAL_RUNS = 10         # the path's last runs that were not a black hole's, the usual ones
-MIN_USUAL_RUNS = 3      # with fewer usual runs known, the stall alone decides
-
 
 class BlackHoleStalls:
     """The path's usual runs' windows and rates, and whether a run's stall is a black hole's."""
@@ -85,15 +79,3 @@ class BlackHoleStalls:
         if len(self.rates) >= self.min_runs:
             return run.bps < self.crawl_fraction * median(self.rates)
         return True
-
-
-def stalls_for(params, mtu=None) -> BlackHoleStalls:
-    """A judge from a detector's own ``stall_s`` and ``stall_retransmits_min`` and the MTU
-    detector's parameters ``mtu`` (the crawl defaults above when None) for the rest: the MTU detector's own,
-    and what the levels and diurnal detectors use when no MTU detector runs on the path to share
-    its own."""
-    if mtu is None:
-        return BlackHoleStalls(params.stall_s, params.stall_retransmits_min, CRAWL_FRACTION, USUAL_RUNS,
-                               MIN_USUAL_RUNS)
-    return BlackHoleStalls(params.stall_s, params.stall_retransmits_min, mtu.crawl_fraction, mtu.usual_runs,
-                           mtu.min_usual_runs)

@@ -50,14 +50,6 @@ class SortedWindow:
         self.others = 0          # values that are not floats
         self.extend(values)
 
-    def __setstate__(self, state) -> None:
-        """Restore a pickled window, also one pickled before the non-floats were counted."""
-        slots = state[1] if isinstance(state, tuple) else state
-        for name, value in slots.items():
-            setattr(self, name, value)
-        if "others" not in slots:
-            self.others = sum(type(v) is not float for v in self.values)
-
     @property
     def maxlen(self) -> int | None:
         return self.values.maxlen

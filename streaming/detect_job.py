@@ -22,6 +22,11 @@ the same states (re-emitted anomaly states are the same upserts). A per-process 
 holds the live monitors. Each buffered entry is pickled once, when it arrives. Late records
 (older than what was already released) are not fed: they go to the dead letters with stage
 ``detect`` (they are still stored).
+
+A monitor restored from a savepoint or checkpoint that other detectors (``DETECTOR_VERSION``) or
+another ``--config`` built is not patched: its open anomalies are closed (evidence ``ended``
+says why) and the path's detectors are rebuilt from this run's configuration, learning the path
+afresh from its next records (:meth:`~pathwatch.models.monitor.PathMonitor.made_with`).
 """
 
 from __future__ import annotations
@@ -76,13 +81,14 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
             self.new_paths: list[str] = []   # paths first seen, to announce to the incidents operator
             self.blobs: dict[str, dict[str, bytes]] = {}  # path -> record id -> its entry, pickled
             self.unsaved: set[str] = set()   # paths released since their monitor was last pickled
+            self.retired: list = []          # anomalies closed by a rebuilt monitor, to emit
 
         def _path(self, key: str, record: dict | None) -> PathState:
             state = self.cache.get(key)
             if state is None:
                 saved = self.monitor_state.value()
                 if saved is not None:
-                    state = pickle.loads(saved)
+                    state = self._restored(key, record, saved)
                 else:
                     state = PathState(PathMonitor(*endpoints_of(key, record), self.config))
                     self.new_paths.append(key)
@@ -92,6 +98,27 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
                 self.blobs[key] = {entry[0][2]: blob for entry, blob in zip(entries, blobs)}
                 self.cache[key] = state
             return state
+
+        def _restored(self, key: str, record: dict | None, saved: bytes) -> PathState:
+            """The path's saved state; its monitor rebuilt from this run's configuration when other
+            detectors (``DETECTOR_VERSION``) or another configuration made it — the old one's open
+            anomalies closed (:meth:`PathMonitor.retire`), the new one learning the path afresh."""
+            try:
+                state = pickle.loads(saved)
+            except Exception as error:   # (a layout these detectors cannot read: what it held is lost)
+                print(f"detect: path {key}: saved state unreadable ({type(error).__name__}: {error}); "
+                      "its detectors start afresh", file=sys.stderr)
+                return PathState(PathMonitor(*endpoints_of(key, record), self.config))
+            monitor = state.monitor
+            if not monitor.made_with(self.config):
+                self.retired.extend(monitor.retire())
+                state.monitor = PathMonitor(monitor.source, monitor.destination, self.config)
+            return state
+
+        def _emit_retired(self):
+            while self.retired:
+                anomaly = self.retired.pop(0)
+                yield Row("anomaly", anomaly.id, orjson.dumps(anomaly.to_dict()).decode())
 
         def _arm(self, ctx, state: PathState) -> None:
             wake = state.next_wakeup()
@@ -126,6 +153,7 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
             key = ctx.get_current_key()
             record = orjson.loads(body)
             state = self._path(key, record)
+            yield from self._emit_retired()
             while self.new_paths:
                 yield Row("path", self.new_paths.pop(), "")
             verdict = state.accept(record)
@@ -151,6 +179,7 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
         def on_timer(self, timestamp, ctx):
             key = ctx.get_current_key()
             state = self._path(key, None)
+            yield from self._emit_retired()
             if ctx.time_domain() == TimeDomain.PROCESSING_TIME:
                 self._save(key, state)
                 return

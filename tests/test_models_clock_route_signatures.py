@@ -121,29 +121,6 @@ def test_an_offset_step_and_negative_delays_are_clock_errors_from_the_first_samp
     assert len(found) == 1 and found[0].start == onset and round(found[0].evidence["offset_ms"]) == -60
 
 
-def test_clock_state_pickled_before_the_load_checks_restores():
-    """A clock detector pickled when its floor held (t, delay) pairs and it kept no history, traces
-    or settled floor restores, keeps learning, and still names negative delays."""
-    from collections import deque
-
-    from pathwatch.models.detectors.clock import ClockDetector
-
-    detector = ClockDetector("a", "b")
-    for i in range(30):
-        detector.observe(latency(T0 + 600 * i, 20.0))
-    old = {k: v for k, v in detector.__dict__.items() if k not in ("bins", "bin_end", "traces", "settled_for")}
-    old["floor"] = deque(((row[0], row[1]) for row in detector.floor), maxlen=18)
-    restored = ClockDetector.__new__(ClockDetector)
-    restored.__setstate__(old)
-    assert [row[:2] for row in restored.floor] == [row[:2] for row in detector.floor] and restored.floor.maxlen is None
-    found = []
-    for i in range(30, 60):
-        found += restored.observe(latency(T0 + 600 * i, 20.0 if i < 40 else -30.0))
-        restored.observe(trace(T0 + 600 * i + 60, A))
-    assert [a.kind for a in found] == ["clock_error"] and found[0].start == T0 + 600 * 40
-    assert round(found[0].evidence["offset_ms"]) == -50
-
-
 # ---------------------------------------------------------------- route_change
 def _latency_wobbling_before(rng, traces, wobble_at, days):
     """owamp every 10 min at 20 ms; the sample just before each trace in ``wobble_at`` off by ±1.1 ms."""
@@ -316,30 +293,6 @@ def test_a_route_change_while_a_standing_queue_drains_is_found_on_its_first_trac
     assert len(found) == 1 and found[0].start == change_t and found[0].detected_at == change_t
 
 
-def test_route_state_pickled_before_jumps_and_rtt_follows_restores():
-    """A route detector pickled before its one-way delay series, trace times and candidate RTT were
-    kept restores, and a change with a delay jump and the RTT is still found on its first trace."""
-    import pickle
-
-    from pathwatch.models.detectors.route import RouteDetector
-
-    detector = RouteDetector("a", "b")
-    for i in range(200):
-        detector.observe(latency(T0 + 600 * i, 10.0))
-        if i % 2 == 0:
-            detector.observe(trace(T0 + 600 * i + 1, A))
-    old = {k: v for k, v in detector.__dict__.items() if k not in ("owd_series", "trace_t", "pending_t", "pending_rtt")}
-    restored = pickle.loads(pickle.dumps(RouteDetector.__new__(RouteDetector)))
-    restored.__setstate__(old)
-    assert len(restored.owd_series) == 0 and restored.trace_t is None and restored.pending_rtt is None
-    t = T0 + 600 * 200
-    assert restored.observe(trace(t + 1, A)) == []
-    restored.observe(latency(t + 300, 10.0))
-    restored.observe(latency(t + 600, 13.0))
-    found = restored.observe(trace(t + 1201, B, rtt=26.0))
-    assert [a.kind for a in found] == ["route_change"]
-
-
 def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
     from pathwatch.models.detectors.route import RouteParams, run_chance
 
@@ -355,26 +308,6 @@ def test_the_chance_of_a_run_of_silences_follows_the_hops_answer_rate():
     assert run_chance(100, 10, 1000, 6) > alpha > run_chance(100, 10, 1000, 7)
     # while the route's silences move (rate limiting), a hop that always answered needs eleven
     assert run_chance(0, 0, 998, 10, bursty=True) > alpha > run_chance(0, 0, 998, 11, bursty=True)
-
-
-def test_a_route_pickled_before_silences_were_kept_takes_a_silent_trace():
-    """A known route restored from state saved before routes kept their hops' silences (the slot
-    unset) met a trace silent at one of its hops: AttributeError."""
-    import pickle
-
-    from pathwatch.models.detectors.route import RouteDetector
-    from tests.detector_series import HOUR, T0, trace
-
-    route = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "dst"]
-    detector = RouteDetector("a", "b")
-    for i in range(30):
-        detector.observe(trace(T0 + i * HOUR, route))
-    for tool in detector.tools.values():
-        for variant in tool.known:
-            del variant.silence
-    detector = pickle.loads(pickle.dumps(detector))
-    silent = ["10.0.0.1", None, "10.0.0.3", "10.0.0.4", "dst"]
-    assert detector.observe(trace(T0 + 31 * HOUR, silent)) == []
 
 
 def test_a_candidate_route_confirmed_after_every_known_route_was_forgotten_is_learnt():

@@ -188,12 +188,12 @@ def test_a_window_limit_that_starts_mid_data_is_found_no_later_than_from_the_dro
     assert [a.kind for a in blind] == ["window_limited"] and found[0].detected_at <= blind[0].detected_at
 
 
-def test_the_busy_hours_stay_shared_through_a_pickled_monitor():
+def test_the_path_context_stays_one_through_a_pickled_monitor():
     monitor = PathMonitor("a", "b")
-    by_name = {d.name: d for d in monitor.detectors}
-    assert by_name["levels"].busy is by_name["diurnal"].busy is by_name["loss"].busy
-    restored = {d.name: d for d in pickle.loads(pickle.dumps(monitor)).detectors}
-    assert restored["levels"].busy is restored["diurnal"].busy is restored["loss"].busy
+    assert all(d.context is monitor.context for d in monitor.detectors)
+    restored = pickle.loads(pickle.dumps(monitor))
+    assert all(d.context is restored.context for d in restored.detectors)
+    assert restored.context is not monitor.context and restored.context.busy is not monitor.context.busy
 
 
 def test_a_one_way_delay_step_within_the_clocks_error_bound_is_no_latency_shift():

@@ -170,64 +170,6 @@ def test_clock_kept_slopes_skip_only_windows_whose_slope_is_below_the_drift():
     assert copy.slopes_kept is None and copy.floor_seen == kept.floor_seen
 
 
-def test_state_pickled_in_the_earlier_layout_restores():
-    """Silence cadences held a plain deque and a cached period, the clock no separate floor values."""
-    monitor = PathMonitor("a", "b")
-    for i in range(30):
-        monitor.observe(latency(T0 + 600 * i, 10.0))
-    silence = next(d for d in monitor.detectors if isinstance(d, SilenceDetector))
-    clock = next(d for d in monitor.detectors if isinstance(d, ClockDetector))
-    deadline = monitor.deadline()
-
-    cadence = _Cadence.__new__(_Cadence)
-    cadence.__setstate__((None, {"last": silence.cadences["latency"].last, "_period": None,
-                                 "gaps": deque(silence.cadences["latency"].gaps, maxlen=12)}))
-    old_silence = {k: v for k, v in silence.__dict__.items() if k != "dues"} | {"_stale": True,
-                                                                                "cadences": {"latency": cadence}}
-    restored_silence = SilenceDetector.__new__(SilenceDetector)
-    restored_silence.__setstate__(old_silence)
-    assert restored_silence.deadline() == deadline and restored_silence.dues == silence.dues
-
-    restored_clock = ClockDetector.__new__(ClockDetector)
-    restored_clock.__setstate__({k: v for k, v in clock.__dict__.items() if k != "floor_values"})
-    assert list(restored_clock.floor_values) == list(clock.floor_values)
-
-    old_monitor = {k: v for k, v in monitor.__dict__.items() if k != "calls"} | {"readers": {}}
-    restored = PathMonitor.__new__(PathMonitor)
-    restored.__setstate__(old_monitor)
-    assert restored.calls == {} and "readers" not in restored.__dict__
-    assert restored.observe(latency(T0 + 600 * 30, 10.0)) == []
-
-
-def test_route_state_pickled_before_fresh_steps_restores():
-    """Route detector state from before the step freshness and silent hops: no baselines at the
-    previous trace, no per-tool persistence needs, parameters with rtt_step_rel (rtt_step_ms was
-    then the floor of both steps): it restores, takes the current step parameters and keeps the others."""
-    from pathwatch.models.detectors.route import RouteDetector, RouteParams
-    from tests.detector_series import trace
-
-    hops = ["10.0.0.1", "10.0.1.1", "192.0.2.1", "10.9.0.1"]
-    detector = RouteDetector("a", "b")
-    for i in range(200):                     # 33 hours: past the day of learning
-        detector.observe(latency(T0 + 600 * i, 10.0))
-        if i % 2 == 0:
-            detector.observe(trace(T0 + 600 * i + 1, hops))
-    old_params = object.__new__(RouteParams)
-    old_params.__dict__.update({"learn_s": 86400.0, "rtt_step_ms": 2.0, "rtt_step_rel": 0.08,
-                                "settle_s": 7200.0, "forget_s": 4 * 86400.0, "clock_error_ms": 50.0,
-                                "fail_streak": 3, "reach_history": 12})
-    old = {k: v for k, v in detector.__dict__.items() if k not in ("owd_at_trace", "rtt_at_trace", "quiet_before", "needs")}
-    old["p"] = old_params
-    restored = pickle.loads(pickle.dumps(RouteDetector.__new__(RouteDetector)))
-    restored.__setstate__(old)
-    assert restored.p == RouteParams(settle_s=7200.0, fail_streak=3)
-    assert restored.owd_at_trace is None and restored.needs == {} and restored.quiet_before
-    step_t = T0 + 600 * 200
-    restored.observe(latency(step_t, 13.0))
-    found = restored.observe(trace(step_t + 60, ["10.0.0.1", "10.0.1.1", "198.51.100.1", "10.9.0.1"], rtt=26.0))
-    assert [a.kind for a in found] == ["route_change"]
-
-
 def test_poisson_tail_bounds_decide_as_scipy_does():
     from scipy.stats import poisson
 

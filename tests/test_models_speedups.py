@@ -60,10 +60,8 @@ def test_loss_ordered_rates_kept_as_bins_move_equal_the_rates_sorted_afresh():
                 == without_bursts(part, 1e-5, p.burst_hours, p.burst_alpha)
     assert len(detector.neighbours) <= 4 * p.history_hours + 200
     assert "neighbours" not in detector.__getstate__()
-    restored = LossDetector.__new__(LossDetector)
-    restored.__setstate__({k: v for k, v in detector.__dict__.items()
-                           if k not in ("reference_rates", "recent_rates", "neighbours", "bins_seen")})
-    assert restored.neighbours == {} and restored.bins_seen == len(restored.bins)
+    restored = pickle.loads(pickle.dumps(detector))
+    assert restored.neighbours == {} and list(restored.lossy) == list(detector.lossy)
     assert restored.reference_rates == detector.reference_rates
     assert list(restored.recent_rates) == list(detector.recent_rates)
     assert restored.recent_rates.sorted == detector.recent_rates.sorted
@@ -101,19 +99,6 @@ def test_without_bursts_equals_the_plain_hour_by_hour_version():
             bins.append((hour, lost, sent))
         floor = rng.choice((1e-6, level or 1e-6, 1e-3))
         assert without_bursts(bins, floor, 6, 1e-6) == _plain_without_bursts(bins, floor, 6, 1e-6)
-
-
-def test_loss_state_pickled_before_the_reference_sums_restores_them():
-    rng = random.Random(6)
-    detector = LossDetector("a", "b")
-    for hour in range(100):
-        detector._add_bin((hour, rng.choice((0, 2, 9)), 36_000))
-    old = {k: v for k, v in detector.__dict__.items() if k != "reference_sums"}
-    restored = LossDetector.__new__(LossDetector)
-    restored.__setstate__(old)
-    assert restored.reference_sums == detector.reference_sums
-    copy = pickle.loads(pickle.dumps(detector))
-    assert copy.reference_sums == detector.reference_sums
 
 
 def _runs_over_days(rng, low: int, high: int, odd_share: float = 0.0, odd=(np.nan,)):
@@ -307,7 +292,6 @@ def test_clock_floor_bounds_decide_as_the_floor_looked_at_in_full():
 
 
 def test_loss_clean_runs_kept_in_order_mirror_the_clean_runs():
-    from pathwatch.models.detectors.loss import _CleanRuns
     from pathwatch.models.window import median
     from tests.detector_series import T0, run
 
@@ -322,10 +306,6 @@ def test_loss_clean_runs_kept_in_order_mirror_the_clean_runs():
         if clean:
             assert detector.clean_sorted.bps.median() == median(b for b, _ in clean)
             assert detector.clean_sorted.retransmits.median() == median(r for _, r in clean)
-    restored = LossDetector.__new__(LossDetector)
-    restored.__setstate__({k: v for k, v in detector.__dict__.items() if k != "clean_sorted"})
-    assert list(restored.clean_sorted.bps) == list(detector.clean_sorted.bps)
-    assert isinstance(restored.clean_sorted, _CleanRuns)
     copy = pickle.loads(pickle.dumps(detector))
     assert copy.clean_sorted.retransmits.sorted == detector.clean_sorted.retransmits.sorted
 
@@ -404,10 +384,6 @@ def test_sorted_window_kept_when_an_equal_float_replaces_the_oldest_equals_stati
             assert [v for v in window.sorted] == sorted(v for v in plain if v == v) or window.nans
             assert same(window.median(), statistics.median(plain))
     old = SortedWindow(3, [600.0, 600, 5.0])
-    state = (None, {"values": old.values, "sorted": old.sorted, "nans": old.nans})   # before "others"
-    restored = SortedWindow.__new__(SortedWindow)
-    restored.__setstate__(state)
-    assert restored.others == 1 and restored.median() == old.median()
     copy = pickle.loads(pickle.dumps(old))
     assert copy.others == 1 and list(copy) == list(old)
 
@@ -564,20 +540,9 @@ def test_levels_shift_kept_reference_equals_the_plain_recomputation():
                 assert kept is None or got is kept      # (what _latency reads without the call)
                 assert _same(got[0], want[0]) and _same(got[1], want[1]), (got, want, list(plain.base))
         copy = pickle.loads(pickle.dumps(shift))
-        assert all(map(_same, copy.base, shift.base)) and copy._moved and copy._worked is None
-
-
-def test_levels_shift_pickled_with_a_deque_restores_a_sorted_window():
-    from collections import deque
-
-    from pathwatch.models.detectors.levels import _Shift
-    from pathwatch.models.window import SortedWindow
-
-    old = _Shift.__new__(_Shift)
-    old.__setstate__((None, {"base": deque([5.0, 3.0, 4.0], maxlen=24), "pending": [], "frozen": None,
-                             "_cached": None, "_adds": 0}))
-    assert isinstance(old.base, SortedWindow) and old.base.maxlen == 24 and old.base.sorted == [3.0, 4.0, 5.0]
-    assert old.reference(4.0, 1.0, 0.05)[0] == 4.0
+        assert all(map(_same, copy.base, shift.base))
+        if shift.base.values:
+            assert _same(copy.reference(4.0, 1.0, 0.05)[1], shift.reference(4.0, 1.0, 0.05)[1])
 
 
 def test_route_best_takes_the_first_known_route_when_it_is_the_traces():

@@ -105,17 +105,6 @@ def test_records_of_older_contracts_still_validate_and_read_as_not_saying(record
     assert observe(records[0]).receive_window_bytes == records[0]["receive_window_bytes"] > 0
 
 
-def test_an_observation_pickled_before_the_target_rate_and_buffers_existed_reads_as_not_saying(records):
-    """Detector state (a Flink savepoint) holds observations pickled by older code."""
-    obs = observe(records[0])
-    assert obs.target_bps == 2e8 and obs.send_buffer_bytes == 16384 and obs.rtt_min_ms
-    for name in ("target_bps", "rtt_min_ms", "receive_window_bytes", "send_buffer_bytes"):
-        delattr(obs, name)                       # what an older ThroughputObs pickled: no such slot
-    restored = pickle.loads(pickle.dumps(obs))
-    assert restored.target_bps is None and restored.bps == obs.bps
-    assert restored.rtt_min_ms is restored.receive_window_bytes is restored.send_buffer_bytes is None
-
-
 def test_a_host_with_small_buffers_from_its_first_run_is_window_limited_with_no_before(records):
     """The same capped runs with nothing before them (an untuned host from its first test): no
     baseline to drop from, and the congestion window Linux reports is 3-6 times what they move.

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params
+from pathwatch.models.base import Detector
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, TraceObs
 from pathwatch.models.significance import mannwhitney_pvalue, tail_exceeds
 from pathwatch.models.window import median
@@ -79,8 +80,8 @@ class ClockDetector(Detector):
     reads = (LatencyObs, TraceObs)
     Params = ClockParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.recent: deque[bool] = deque(maxlen=self.p.bad_window)
         # (t, delay, lost, sent, median delay, p95 delay): drift_window samples, drift_span_s at least
         self.floor: deque[tuple] = deque()
@@ -108,18 +109,6 @@ class ClockDetector(Detector):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.slopes_kept = None
-        if "floor_seen" not in state:      # pickled before the floor's samples were counted
-            self.floor_seen = 0
-        if "floor_values" not in state:    # pickled before the floor's delays were kept apart
-            self.floor_values = deque((row[1] for row in self.floor), maxlen=self.floor.maxlen)
-        if "floor_bounds" not in state:    # ... or their bounds
-            self.floor_bounds = _NO_BOUNDS
-        if "bins" not in state:            # ... or drifts had to be unexplained by load
-            self.floor = deque((row[0], row[1], 0, 0, None, None) for row in self.floor)
-            self.floor_values = deque(self.floor_values)
-            self.bins, self.bin_end = deque(), -math.inf
-            self.traces = deque(maxlen=ClockParams.traces_kept)
-            self.settled_for = None
 
     def handlers(self) -> dict[type, object]:
         return {LatencyObs: self._latency, TraceObs: self._trace}

@@ -33,8 +33,8 @@ a few packets late), where a full queue delays most packets or drops them. It cl
 A standing queue — one that never drains in the busy hours — delays every packet: the latency
 tests' delay floor rising in the busy hours corroborates too. The open episode is one problem
 growing: re-emitted (the same id) on each day its trough is seen again, with the days seen, its
-depth and the busy hours' queueing, loss and floor, and its busy hours are shared
-(:class:`BusyHours`) with the path's levels and loss detectors, whose delay rises, loss and
+depth and the busy hours' queueing, loss and floor, and its busy hours are written to
+the path's context (:class:`pathwatch.models.context.BusyHours`) for its other detectors, whose delay rises, loss and
 troughs within them are its symptoms, not new problems.
 
 Runs their own host paced (:mod:`pathwatch.models.pace`: uneven per second, no more retransmits
@@ -54,10 +54,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathwatch.models.anomaly import SEVERITIES, Anomaly
-from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.base import Detector, severity_for
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace
-from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import mannwhitney_pvalue
 from pathwatch.models.tcp import bytes_in_flight, window_held
 
@@ -81,8 +81,6 @@ class DiurnalParams(Params):
     quiet_days: int = 2
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
-    stall_s: float = 2.0           # runs stalled this long at start ...
-    stall_retransmits_min: int = 2  # ... retransmitting this much, crawling (an MTU black hole), are left out
     host_cv_factor: float = 3.0    # runs their own host paced (pathwatch.models.pace: per-second rates spread
     host_cv_min: float = 0.01      # this many times the path's usual runs', at least this CV, and no more
     host_retrans_quantile: float = 0.75   # retransmits than this quantile of the usual runs') are left out
@@ -280,75 +278,23 @@ def rough_depth_bound(sorted_x: list[float], lower_is_worse: bool, min_in: int) 
     return sorted_x[size - (min_in + 1) // 2] / sorted_x[min_in - 1] - 1
 
 
-class BusyHours:
-    """A path's busy hours while its diurnal saturation is open, shared with the path's other
-    detectors (:class:`~pathwatch.models.monitor.PathMonitor` hands the diurnal detector's to the
-    levels and loss detectors): a delay or loss rise, or a throughput trough, confined to them is
-    the saturation's own daily symptom, not a new problem.
-
-    >>> busy = BusyHours()
-    >>> busy.window = (13, 5)
-    >>> busy.covers(13.5 * 3600, 17 * 3600, 3600.0), busy.covers(9 * 3600, 20 * 3600, 3600.0)
-    (True, True)
-    >>> busy.covers(13.5 * 3600, 23.5 * 3600, 3600.0), busy.covers(7 * 3600, 17 * 3600, 3600.0)
-    (False, False)
-    """
-
-    __slots__ = ("window",)
-
-    def __init__(self) -> None:
-        self.window: tuple[int, int] | None = None   # (start hour UTC, width in hours) while open
-
-    def __getstate__(self):
-        return (self.window,)               # (never falsy: pickle calls __setstate__ only then)
-
-    def __setstate__(self, state) -> None:
-        self.window = state[0]
-
-    def covers(self, start: float, end: float, slack: float) -> bool:
-        """Whether ``start``..``end`` lies within one day's busy hours, widened on each side by
-        ``slack`` seconds or, when longer, the window's width: the window found is the trough's
-        deepest hours, and the load ramps up to them and back down over about as long."""
-        if self.window is None:
-            return False
-        hour, width = self.window
-        slack = max(slack, width * 3600.0)
-        opens = (start + slack - hour * 3600.0) // DAY * DAY + hour * 3600.0   # the last busy start by then
-        return start >= opens - slack and end <= opens + width * 3600.0 + slack
-
-
 class DiurnalDetector(Detector):
     name = "diurnal"
     kinds = ("diurnal_saturation",)
     reads = (ThroughputObs, LatencyObs)
     Params = DiurnalParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.runs: deque[tuple[float, float]] = deque()
         # (t, median − min delay, loss, 95th percentile − min delay, min delay): the queue a sample met
         self.queue: deque[tuple[float, float, float, float, float]] = deque()
         self.next_check: float | None = None
         self.window: tuple[int, int] | None = None
         self.last_trough_day: int | None = None
-        self.busy = BusyHours()               # the open episode's busy hours, for the path's other detectors
         self.days_seen = 0                    # days the open episode's trough was seen on
         self.pace = HostPace(self.p.host_runs)   # the path's usual runs' evenness and retransmits
-        self.stalls: BlackHoleStalls = stalls_for(self.p)   # black-hole runs (the MTU detector's, shared by the monitor)
         self.rtt_low = math.inf               # the lowest RTT of the path's runs: a window-bound run is counted at it
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "busy" not in state:             # pickled before the busy hours were shared
-            self.busy = BusyHours()
-            self.busy.window = self.window if self.is_open("diurnal_saturation") else None
-            self.days_seen = 0
-        if "pace" not in state:             # pickled before host-paced runs were left out
-            self.pace = HostPace(self.p.host_runs)
-        if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
-            self.stalls = stalls_for(self.p)
-        if "rtt_low" not in state:          # pickled before a window-bound run was counted at the lowest RTT
-            self.rtt_low = math.inf
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -360,7 +306,7 @@ class DiurnalDetector(Detector):
 
     def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
-        if obs.ok and not obs.udp and obs.bps and not self.stalls.black_hole(obs):
+        if obs.ok and not obs.udp and obs.bps and not self.context.stalls.black_hole(obs):
             if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
                 self.runs.append((obs.t, self._share(obs)))
                 self.pace.add(obs, p.tester_share)
@@ -424,12 +370,12 @@ class DiurnalDetector(Detector):
             elif self.last_trough_day is not None and now // DAY - self.last_trough_day > self.p.quiet_days:
                 start, width = self.window
                 end = self.last_trough_day * DAY + (start + width) * 3600.0
-                self.window = self.last_trough_day = self.busy.window = None
+                self.window = self.last_trough_day = self.context.busy.window = None
                 return self.close("diurnal_saturation", end, {"ended": "no busy-hour trough for whole days"})
             return []
         if found is None:
             return []
-        self.window = self.busy.window = (found["start_hour"], found["width_h"])
+        self.window = self.context.busy.window = (found["start_hour"], found["width_h"])
         self.last_trough_day = int(found["last_day"])
         self.days_seen = int(found["days"])
         start, width = self.window

@@ -73,7 +73,7 @@ of the flow: a slower bottleneck makes a flow lose its own packets, not the prob
 typical hour since the last normal run, significantly more than over ``loss_before_s`` before it,
 and enough more that the baseline rate scaled by sqrt(before / now) falls below the low
 threshold, no drop is named (the loss detector names the loss). A delay step taken while the
-path's route moved (the route detector's moves, shared by the path's monitor, within
+path's route moved (the route detector's moves, in the path's context, within
 ``route_slack_s``: a trace shows a move up to a trace interval after the delay stepped, and a
 step the same way as the route's) is the route's new propagation path: no latency shift is
 named, its delay becomes the path's normal and the old one coming back (the route reverting) is
@@ -89,12 +89,10 @@ from itertools import repeat
 from operator import sub
 
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params, severity_for
-from pathwatch.models.detectors.diurnal import BusyHours
-from pathwatch.models.detectors.route import RouteMoves
+from pathwatch.models.base import Detector, severity_for
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace, HostTails
-from pathwatch.models.stall import BlackHoleStalls, stalls_for
 from pathwatch.models.significance import poisson_tail_below
 from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled, window_held
 from pathwatch.models.window import SortedWindow, median
@@ -134,8 +132,6 @@ class LevelParams(Params):
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
     delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
-    stall_s: float = 2.0             # runs stalled this long at start ...
-    stall_retransmits_min: int = 2   # ... retransmitting this much, crawling, belong to the MTU detector (its judge when it runs)
     tester_share: float = 0.9        # a run at this share of the rate its test asked for was paced by its tester
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
@@ -201,15 +197,6 @@ class _Shift:
         self._worked: tuple[float, float] | None = None
         self._moved = True
 
-    def __setstate__(self, state) -> None:
-        """Restore a pickled tracker, also one pickled when the baseline was a plain deque."""
-        slots = state[1] if isinstance(state, tuple) else state
-        for name, value in slots.items():
-            setattr(self, name, value)
-        if not isinstance(self.base, SortedWindow):
-            self.base = SortedWindow(self.base.maxlen, self.base)
-        self._worked, self._moved = None, True
-
     def add(self, value: float) -> None:
         if self.base.append(value):
             self._moved = True
@@ -264,8 +251,7 @@ class _Daily:
         return (list(self.spans),)
 
     def __setstate__(self, state) -> None:
-        # (spans pickled before their size was kept: of any size)
-        self.spans = deque(((*span, math.inf)[:4] for span in state[0]), maxlen=32)
+        self.spans = deque(state[0], maxlen=32)
 
     def record(self, start: float, end: float, direction: int, p: LevelParams, size: float = math.inf) -> None:
         """Keep a change of ``size`` that came back at ``end`` (one within ``daily_slack_s`` of the last joins it)."""
@@ -303,8 +289,8 @@ class LevelDetector(Detector):
     reads = (ThroughputObs, LatencyObs)
     Params = LevelParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.tput = _Shift(self.p.baseline)
         self.low_runs: list[ThroughputObs] = []
         self.delay = _Shift(self.p.baseline)
@@ -323,41 +309,12 @@ class LevelDetector(Detector):
         self.delay_from: float | None = None   # ... and the one before the pending change began (NaN: after a gap)
         self.floor_lows: deque[float] = deque()   # the lowest normal delay of each of the last hours ...
         self.floor_low, self.floor_until = float("inf"), 0.0   # ... and of this one, until this time
-        self.busy = BusyHours()       # the path's diurnal saturation's busy hours (shared by the monitor)
         self.dip: list | None = None          # [first run's time, runs] of the runs below the baseline lately
         self.window_streak: deque[ThroughputObs] = deque(maxlen=self.p.window_runs)  # window-bound runs in a row
         self.window_since: float | None = None    # ... since this run's time
         self.window_held: tuple[float, int] | None = None   # (window, runs above it) of an episode opened so
         self.loss_bins: deque[list] = deque(maxlen=self.p.loss_hours)   # [hour, lost, sent] of the latency tests
         self.loss_normal: tuple[float, int, int] | None = None   # (hour of the last normal run, lost, sent before it)
-        self.route_moves = RouteMoves()   # when the path's route moved (the route detector's, shared by the monitor)
-        self.stalls: BlackHoleStalls = stalls_for(self.p)   # black-hole runs (the MTU detector's, shared by the monitor)
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "recent_runs" not in state:     # pickled before the level test kept recent runs
-            self.recent_runs = deque(maxlen=self.p.level_runs)
-        if "delay_daily" not in state:     # pickled before daily patterns were told from shifts
-            self.delay_daily, self.tput_daily, self.busy = _Daily(), _Daily(), BusyHours()
-            self.delay_held = False
-            self.dip = None
-        if "floor_lows" not in state:      # pickled before the recent floor was kept
-            self.floor_lows, self.floor_low, self.floor_until = deque(), float("inf"), 0.0
-        if "pace" not in state:            # pickled before host-paced runs were told apart
-            self.pace = HostPace(self.p.baseline)
-        if "window_streak" not in state:   # pickled before window limits were named from their first runs
-            self.window_streak, self.window_since, self.window_held = deque(maxlen=self.p.window_runs), None, None
-        if "delay_last" not in state:      # pickled before a delay shift had to step
-            self.delay_last = self.delay_from = None
-        if "delay_last_t" not in state:    # pickled before a gap hid a step: the last sample read as recent
-            self.delay_last_t = None
-        if "loss_bins" not in state:       # pickled before causes were told from their consequences
-            self.loss_bins, self.route_moves = deque(maxlen=self.p.loss_hours), RouteMoves()
-            self.loss_normal = None
-        if "stalls" not in state:          # pickled before a stall had to crawl to be a hole
-            self.stalls = stalls_for(self.p)
-        if "tails" not in state:           # pickled before a loaded host was told by its delay tail
-            self.tails = HostTails(self.p.host_tail_span_s)
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -369,7 +326,7 @@ class LevelDetector(Detector):
 
     # ------------------------------------------------------------------ throughput
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
-        if not obs.ok or obs.udp or not obs.bps or self.stalls.black_hole(obs):
+        if not obs.ok or obs.udp or not obs.bps or self.context.stalls.black_hole(obs):
             return []
         bound = self._window_bound_run(obs)
         found = [] if self._host_paced(obs) else self._against_baseline(obs)
@@ -503,7 +460,7 @@ class LevelDetector(Detector):
         """Whether low runs from ``start`` to ``now`` are the path's daily trough again: within the
         hours a dip that came back covered on a previous day, or its diurnal saturation's busy hours."""
         p = self.p
-        return self.tput_daily.explains(start, now, -1, p) or self.busy.covers(start, now, p.daily_slack_s)
+        return self.tput_daily.explains(start, now, -1, p) or self.context.busy.covers(start, now, p.daily_slack_s)
 
     def _level_shift(self, base: float, spread: float) -> list[ThroughputObs] | None:
         """The recent runs when their median sits ``level_z`` standard errors (of a median of that
@@ -719,7 +676,7 @@ class LevelDetector(Detector):
             if direction != self.delay_dir and self._stepped_back(before, value, opened, obs):
                 self.delay_daily.record(opened.start, obs.t, self.delay_dir, p, self._pending_size(base))
                 return self._delay_reset(obs.t, "delay returned to its baseline")
-            if obs.t - opened.start >= self.p.delay_settle_s and not self.busy.covers(obs.t, obs.t, p.daily_slack_s):
+            if obs.t - opened.start >= self.p.delay_settle_s and not self.context.busy.covers(obs.t, obs.t, p.daily_slack_s):
                 # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
                 self.settled_from = (base, threshold)
                 out = self._delay_reset(obs.t, "the new delay became the path's normal")
@@ -750,7 +707,7 @@ class LevelDetector(Detector):
             return []
         size = abs(value - base)
         if self.delay_daily.explains(first_t, obs.t, direction, p, size) or (
-                direction > 0 and self.busy.covers(first_t, obs.t, p.daily_slack_s)
+                direction > 0 and self.context.busy.covers(first_t, obs.t, p.daily_slack_s)
                 and size <= p.daily_factor * self.delay_daily.largest(direction)):
             self.delay_held = True
             return []       # the hours it rose at a day before, come back since, or the busy hours' queue
@@ -784,7 +741,7 @@ class LevelDetector(Detector):
             # NTP correction, a slew), the path's normal. The baseline follows.
             self._pending_is_normal()
             return []
-        if self.route_moves.near(first_t, obs.t, direction, p.route_slack_s):
+        if self.context.route_moves.near(first_t, obs.t, direction, p.route_slack_s):
             # The path's route moved as the delay stepped: a new propagation path, the route
             # change's own consequence, not a shift of unknown cause. Its delay is the new normal;
             # the old one coming back (the route reverting) is the old normal again.

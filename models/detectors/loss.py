@@ -67,8 +67,8 @@ from statsmodels.sandbox.stats.runs import runstest_1samp
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params, severity_for
-from pathwatch.models.detectors.diurnal import BusyHours
+from pathwatch.models.base import Detector, severity_for
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.significance import poisson_tail_below, tail_exceeds
 from pathwatch.models.window import SortedWindow, median
@@ -120,7 +120,6 @@ class LossParams(Params):
                                      # of cross traffic or a loaded host leaves a run a share of it
     lag_min_collapsed: int = 5       # collapsed runs needed when they alone make the signature
     lag_alpha: float = 1e-4
-    stall_s: float = 2.0             # runs stalled this long at the start are not LAG evidence
     lag_busy_share: float = 0.6      # more than this share inside one 6-hour slot of day = diurnal, not LAG
     lag_cluster_alpha: float = 1e-3  # degraded runs bunched in time this significantly (runs test) are not 1 in k
 
@@ -395,8 +394,8 @@ class LossDetector(Detector):
     reads = (LatencyObs, ThroughputObs)
     Params = LossParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.bins: deque[tuple[int, int, int]] = deque(maxlen=self.p.history_hours)
         # [lost, sent, lost in hours losing at least 5] summed over the bins older than the
         # recent_hours (the reference), kept as bins arrive and leave: integers, so exact
@@ -430,7 +429,6 @@ class LossDetector(Detector):
         self.lag_open = False
         self.history_runs = self.history_degraded = 0   # runs older than the LAG window
         self.history_collapsed = 0                      # ... of which collapsed (lag_deep)
-        self.busy = BusyHours()        # the path's diurnal saturation's busy hours (shared by the monitor)
 
     def __getstate__(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if key not in ("neighbours", "lossy")}
@@ -438,28 +436,8 @@ class LossDetector(Detector):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.neighbours = {}
-        if "bins_seen" not in state:       # pickled before bins were numbered (any start will do)
-            self.bins_seen = len(self.bins)
         first = self.bins_seen - len(self.bins)
         self.lossy = deque(first + i for i, hour_bin in enumerate(self.bins) if hour_bin[1] >= 5)
-        if "tail_bound" not in state:
-            self.tail_bound = math.inf
-        if "spread" not in state:          # pickled before samples' spread was kept
-            self.spread, self.current_spread = deque(maxlen=self.p.history_hours), None
-        if "reference_sums" not in state:  # pickled before the reference's sums were kept
-            self.reference_sums = _reference_sums(list(self.bins)[: max(0, len(self.bins) - self.p.recent_hours)])
-        if "reference_rates" not in state:  # pickled before the rates were kept in order
-            bins, recent_hours = list(self.bins), self.p.recent_hours
-            self.reference_rates = sorted(map(_rate, bins[: max(0, len(bins) - recent_hours)]))
-            self.recent_rates = SortedWindow(recent_hours, map(_rate, bins[-recent_hours:]))
-        if "clean_sorted" not in state:     # pickled before the clean runs were kept in order
-            self.clean_sorted = _CleanRuns(self.clean)
-        if "history_collapsed" not in state:  # pickled before collapsed runs were counted apart
-            self.history_collapsed = 0
-        if "busy" not in state:            # pickled before the busy hours were shared
-            self.busy = BusyHours()
-        if "floors" not in state:          # pickled before the hours' delay floors were kept
-            self.floors, self.current_floor = deque(maxlen=self.p.history_hours), math.inf
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, LatencyObs):
@@ -721,7 +699,7 @@ class LossDetector(Detector):
         if not after or len(after) >= 24:
             return False               # (a day of it or more: _busy_hours_only's to judge)
         first, last, slack = after[0][0], after[-1][0], p.daily_slack_hours
-        if self.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
+        if self.context.busy.covers(first * 3600.0, (last + 1) * 3600.0, slack * 3600.0):
             return True
         by_hour = {b[0]: b for b in bins}
         calm = without_bursts(bins, p0, p.burst_hours, p.burst_alpha, None, self._neighbours_memo(),
@@ -822,7 +800,7 @@ class LossDetector(Detector):
     # ------------------------------------------------------------------ LAG signature
     def _throughput(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
-        if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None or obs.stall_s >= p.stall_s:
+        if not obs.ok or obs.udp or not obs.bps or obs.retransmits is None or obs.stall_s >= self.context.p.stall_s:
             return []                      # stalled starts belong to the MTU detector
         if len(self.clean) < 6:
             self._add_clean(obs)

@@ -16,8 +16,9 @@ round trip: ~13 round trips, over 2 s at 170 ms, to reach 6 Gb/s; an RTT raised 
 hour's queue lengthens it), and where it overshoots a queue it loses a few segments too. What
 only a hole does is keep the run crawling: every timeout resets the window to one segment, so
 the run never regains the path's window, where a congestion loss halves it once and the run
-carries on within a few times of its usual rate (``pathwatch.models.stall``: under
-``crawl_fraction`` of the path's usual runs' window, or rate where no window is reported).
+carries on within a few times of its usual rate (the path's one judge, :mod:`pathwatch.models.stall`,
+built from the ``context`` parameters: under ``crawl_fraction`` of the path's usual runs' window,
+or rate where no window is reported).
 """
 
 from __future__ import annotations
@@ -25,18 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params
+from pathwatch.models.base import Detector
+from pathwatch.models.params import Params
 from pathwatch.models.observe import ThroughputObs, TraceObs
-from pathwatch.models.stall import CRAWL_FRACTION, MIN_USUAL_RUNS, USUAL_RUNS, BlackHoleStalls, stalls_for
 
 
 @dataclass(frozen=True)
 class MtuParams(Params):
-    stall_s: float = 2.0        # seconds of near-silence at the start of a run that count as a stall ...
-    stall_retransmits_min: int = 2  # ... when they retransmit this much (RTO expiries) ...
-    crawl_fraction: float = CRAWL_FRACTION  # ... and the run's window (else rate) stays under this share of the usual runs'
-    usual_runs: int = USUAL_RUNS            # the path's last runs that were not a black hole's, the usual ones
-    min_usual_runs: int = MIN_USUAL_RUNS    # with fewer usual runs known, the stall alone decides
     evidence_needed: int = 2    # signatures in a row before opening (one of each kind also does)
     clean_needed: int = 2       # clean observations in a row that close it
 
@@ -47,17 +43,11 @@ class MtuDetector(Detector):
     reads = (ThroughputObs, TraceObs)
     Params = MtuParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.path_mtu: int | None = None      # the largest path MTU a trace has shown
         self.signs: list[tuple[float, str, dict]] = []
         self.clean = 0
-        self.stalls: BlackHoleStalls = stalls_for(self.p, self.p)   # shared with the path's levels and diurnal detectors
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "stalls" not in state:           # pickled before a stall had to crawl to be a hole
-            self.stalls = stalls_for(self.p, self.p)
 
     def observe(self, obs) -> list[Anomaly]:
         sign = self._trace_sign(obs) if isinstance(obs, TraceObs) else self._run_sign(obs)
@@ -118,7 +108,7 @@ class MtuDetector(Detector):
     def _run_sign(self, obs: ThroughputObs):
         if not obs.ok or obs.udp or not obs.bps:
             return None
-        if self.stalls.black_hole(obs):
+        if self.context.stalls.black_hole(obs):
             return "throughput", {"stall_s": obs.stall_s, "stall_retransmits": obs.stall_retransmits,
                                   "run_bps": round(obs.bps)}
         return False

@@ -68,11 +68,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params, severity_for
+from pathwatch.models.base import Detector, severity_for
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 from pathwatch.models.window import median
 
@@ -354,84 +355,27 @@ class _ToolRoutes:
         return found, fewest
 
 
-class RouteMoves:
-    """When a path's route moved (a change opened, or the previous route came back), with the
-    delay step the route detector saw with it, shared with the path's levels detector (by the
-    :class:`~pathwatch.models.monitor.PathMonitor`): a delay step taken with a route move is the
-    route's, a new propagation path, not a shift of unknown cause.
-
-    >>> moves = RouteMoves()
-    >>> moves.add(7200.0, 3.0)
-    >>> moves.near(6000.0, 9000.0, 1, 3600.0), moves.near(6000.0, 9000.0, -1, 3600.0), moves.near(12000.0, 13000.0, 1, 3600.0)
-    (True, False, False)
-    """
-
-    __slots__ = ("times",)
-
-    def __init__(self) -> None:
-        self.times: deque[tuple[float, float | None]] = deque(maxlen=8)   # (time of the first trace on the new route, step ms)
-
-    def __getstate__(self):
-        return (list(self.times),)
-
-    def __setstate__(self, state) -> None:
-        self.times = deque(state[0], maxlen=8)
-
-    def add(self, t: float, step: float | None) -> None:
-        self.times.append((t, step))
-
-    def near(self, start: float, end: float, direction: int, slack: float) -> bool:
-        """Whether the route moved between ``slack`` before ``start`` and ``end`` (a trace shows a
-        move up to a trace interval after the delay stepped) with a delay step the same way, or of
-        unknown size."""
-        return any(start - slack <= t <= end and (step is None or step * direction > 0) for t, step in self.times)
-
-
 class RouteDetector(Detector):
     name = "route"
     kinds = ("route_change", "unreachable")
     reads = (TraceObs, LatencyObs, ThroughputObs)
     Params = RouteParams
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.tools: dict[str, _ToolRoutes] = {}
         self.rtts: deque[float] = deque(maxlen=24)      # last-hop RTTs of reached traces on known routes
         self.delays: deque[float] = deque(maxlen=36)    # latency minimum delays (baseline)
-        self.recent_delays: deque[float] = deque(maxlen=2)   # (no longer read: kept so that pickled states restore)
         self.owd_series: deque[tuple[float, float]] = deque(maxlen=48)  # (t, minimum delay) of every usable sample
         self.failures: list[str] = []                    # consecutive failure descriptions
         self.first_failure: float | None = None
         self.pmtu_max: int | None = None
         # What the path looked like at its previous trace (is a step fresh?), and before the pending candidate.
-        self.owd_at_trace: float | None = None   # (no longer read: kept, with rtt_at_trace and quiet_before,
-        self.rtt_at_trace: float | None = None   # so that pickled states restore)
-        self.quiet_before = True
         self.trace_t: float | None = None        # the time of the path's latest trace (any tool)
         self.pending_t: float | None = None      # the time of the trace that made the pending candidate
         self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
         self.pending_rtt: float | None = None    # the last-hop RTT of the trace that made the pending candidate
-        self.moves = RouteMoves()                # when the route moved (shared with the levels detector)
 
-    _KEPT_PARAMS = ("learn_s", "settle_s", "forget_s", "clock_error_ms", "fail_streak", "reach_history")
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "owd_at_trace" not in state:   # pickled before steps had to be fresh
-            self.owd_at_trace = self.rtt_at_trace = None
-            self.quiet_before, self.needs = True, {}
-        if "pending_rtt" not in state:    # ... or the RTT had to follow them
-            self.pending_rtt = None
-        if "owd_series" not in state:     # ... or steps were jumps between samples
-            self.owd_series, self.trace_t, self.pending_t = deque(maxlen=48), None, None
-        if "moves" not in state:          # ... or route moves were shared
-            self.moves = RouteMoves()
-        p = self.p
-        if "rtt_step_rel" in vars(p):      # parameters of that layout: rtt_step_ms then meant both floors
-            names = {f.name for f in fields(RouteParams)}
-            self.p = RouteParams(**{k: v for k, v in vars(p).items() if k in names and k in self._KEPT_PARAMS})
-
-    # ------------------------------------------------------------------ dispatch
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, TraceObs):
             return self._trace(obs)
@@ -557,7 +501,7 @@ class RouteDetector(Detector):
         # An open change ends when an old route comes back, or when the new one has settled in.
         if "route_change" in self.episodes and tool.changed_at is not None:
             if known is not None and any(known is v for v in tool.changed_from):
-                self.moves.add(obs.t, None)
+                self.context.route_moves.add(obs.t, None)
                 out += self._end_change(tool, obs.t, "the previous route returned")
             elif obs.t - tool.changed_at >= self.p.settle_s:
                 out += self._end_change(tool, obs.t, "the new route became the path's normal")
@@ -589,7 +533,7 @@ class RouteDetector(Detector):
                     and any(v.last > known.last for v in tool.known)):
                 # An older route back after the path had settled on another: a move of the route
                 # (no new change: the route is known), whose delay step is the route's, not a shift.
-                self.moves.add(obs.t, None)
+                self.context.route_moves.add(obs.t, None)
             known.last, known.count = obs.t, known.count + 1
             if "route_change" not in self.episodes and not gaps:   # (a silent trace may be a new route's)
                 if obs.reached and obs.last_rtt_ms is not None:
@@ -780,7 +724,7 @@ class RouteDetector(Detector):
         }
         tool.changed_from = list(tool.known)
         tool.changed_at = candidate.first
-        self.moves.add(candidate.first, step)
+        self.context.route_moves.add(candidate.first, step)
         tool.known = tool.known + [candidate]
         level = "AS-level" if as_changed else "IP-level"
         where = f"hop {ttl}: {old.hops[ttl - 1] if ttl <= len(old.hops) else 'end'} → " \

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, Params
+from pathwatch.models.base import Detector
+from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 from pathwatch.models.window import SortedWindow
 
-_LEGACY_KEYS = ("trace",)   # series keyed before traces were kept per tool
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,7 @@ class _Cadence:
         return None, {"last": self.last, "gaps": self.gaps}     # (the wait is worked out anew)
 
     def __setstate__(self, state) -> None:
-        """Restore a pickled cadence, also one pickled when the gaps were a plain deque (and a cached period)."""
-        slots = state[1] if isinstance(state, tuple) else state
-        gaps = slots["gaps"]
-        self.last = slots["last"]
-        self.gaps = gaps if isinstance(gaps, SortedWindow) else SortedWindow(gaps.maxlen, gaps)
+        self.last, self.gaps = state[1]["last"], state[1]["gaps"]
         self.wait = _UNKNOWN
 
 
@@ -102,8 +98,8 @@ class SilenceDetector(Detector):
     Params = SilenceParams
     timed = True
 
-    def __init__(self, source, destination, params=None):
-        super().__init__(source, destination, params)
+    def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
         self.cadences: dict[str, _Cadence] = {}
         self.overdue: set[str] = set()
         # When each type's next result is overdue (None: no cadence yet, or already overdue), and
@@ -111,18 +107,6 @@ class SilenceDetector(Detector):
         self.dues: dict[str, float | None] = {}
         self._deadline: float | None = None
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "dues" not in state:        # pickled before the due times were kept per type
-            self.__dict__.pop("_stale", None)
-            self.dues = {}
-            self._settle(self.cadences)
-        if any(key in self.cadences for key in _LEGACY_KEYS):   # traces are learnt per tool anew
-            for key in _LEGACY_KEYS:
-                self.cadences.pop(key, None)
-                self.dues.pop(key, None)
-                self.overdue.discard(key)
-            self._settle(self.cadences)
 
     def _due(self, kind: str) -> float | None:
         """When the next ``kind`` result is overdue (None: no cadence yet, or already overdue)."""
