@@ -4,18 +4,22 @@ The series and their labels are in ``bench/real_series/`` (what they are, where 
 how they were labelled: its README.md). Each series is run, in the same pass, through
 
 - **pathwatch**: one :class:`pathwatch.models.monitor.PathMonitor` per series fed one latency
-  record per sample (a lost sample is a record with every packet lost), ``advance`` to the last
-  sample at the end; its ``latency_shift`` anomalies count by their ``start``, its
-  ``diurnal_saturation`` anomalies by their busy window (evidence ``start_hour``, ``width_h``);
+  record per sample (``delay_min_ms`` the sample; a lost sample is a record with every packet
+  lost), ``advance`` to the last sample at the end; each ``latency_shift`` counts at its
+  ``start``, and once more at its ``end`` when it closed because the delay came back to its
+  baseline (the detector telling that change; a shift closed because the new delay became the
+  normal after days is not one); ``diurnal_saturation`` alarms count by their busy window
+  (evidence ``start_hour``, ``width_h``). ``DetectorConfig()`` defaults, nothing tuned;
 - **pelt**: ruptures' PELT, Gaussian mean-and-variance cost (``model="normal"``), penalty
   ``2·ln(n)`` (BIC-like; not multiplied by the variance: that scaling is for the ``l2`` cost, in
   ms², while the ``normal`` cost, n·ln σ², carries no unit), ``min_size=5`` samples,
   ``jump=3``, over the received samples; each breakpoint is a detection at the first sample of
   the new segment;
 - **baseline**: causal; the median of the last 3 samples against the median of the current
-  segment (its last ``SEGMENT_CAP`` samples at most), a change when they differ by
+  segment (its last ``SEGMENT_CAP`` samples at most), a change once they differ by
   max(5 ms, 10 % of the segment's median) for ``hold`` samples in a row (the one setting,
-  chosen on the tune half by F1), dated at the first of them; the new segment starts there.
+  chosen on the tune half by F1), dated at the first sample beyond among the 3 that first put
+  the median beyond; the new segment starts from the samples beyond.
 
 Scoring (:func:`score_series`): a label is a lasting significant change; a detection matches
 the nearest still-unmatched label within ±1 h (each label at most once). Recall is labels
@@ -182,8 +186,9 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float], list[dict], dict]:
-    """The path monitor over one series: latency_shift starts, diurnal alarms, other kinds seen."""
+def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float], list[float], list[dict], dict]:
+    """The path monitor over one series: latency_shift starts, the ends of those that closed
+    because the delay came back, diurnal alarms, and the episodes and other kinds seen."""
     from pathwatch.models.monitor import PathMonitor
 
     monitor = PathMonitor(name, "bench")
@@ -196,6 +201,8 @@ def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float],
             if a.kind == "latency_shift":
                 s = shifts.setdefault(a.id, {"start": a.start, "end": None, "detected_at": a.detected_at})
                 s["end"] = a.end
+                s["ended"] = a.evidence.get("ended")
+                s["summary"] = a.summary
             elif a.kind == "diurnal_saturation":
                 ev = a.evidence
                 d = diurnal.setdefault(a.id, {"start": a.start, "end": None,
@@ -211,7 +218,10 @@ def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float],
             "packets_lost": 3 if lost else 0, "delay_min_ms": None if lost else xi}))
     take(monitor.advance(float(t[-1])))
     alarms = [d for d in diurnal.values() if d["start_hour"] is not None and d["width_h"] is not None]
-    return ([s["start"] for s in shifts.values()], alarms,
+    # A shift closed because the delay came back is the detector telling that change too (at its end);
+    # one closed because the new delay became the normal (after days) is not a change.
+    returns = [s["end"] for s in shifts.values() if s["end"] is not None and "returned" in (s.get("ended") or "")]
+    return ([s["start"] for s in shifts.values()], returns, alarms,
             {"episodes": list(shifts.values()), "other_kinds": {k: len(v) for k, v in sorted(other.items())}})
 
 
@@ -229,15 +239,16 @@ def run_pelt(t: np.ndarray, x: np.ndarray) -> list[float]:
 
 
 def run_baseline(t: np.ndarray, x: np.ndarray, hold: int) -> list[float]:
-    """Median of the last 3 samples against the current segment's median; a change after ``hold``
-    beyond in a row, dated at the first of them. Lost samples are skipped."""
+    """Median of the last 3 samples against the current segment's median; a change once it is
+    beyond max(5 ms, 10 %) for ``hold`` samples in a row, dated at the first sample beyond (on the
+    same side) among the 3 that first put the median beyond. The new segment starts from the
+    samples beyond; the first 3 samples of a segment are taken without a test. Lost samples are
+    skipped. Causal: each decision uses samples up to the current one only."""
     out: list[float] = []
     seg: deque[float] = deque()
     ranked: list[float] = []
-    last3: deque[float] = deque(maxlen=3)
-    recent: deque[tuple[float, float]] = deque()   # (t, value) since the run of beyond began
-    run_start = None
-    run = 0
+    last3: deque[tuple[float, float]] = deque(maxlen=3)
+    run, run_start, run_vals = 0, 0.0, []
 
     def add(v: float) -> None:
         seg.append(v)
@@ -248,44 +259,44 @@ def run_baseline(t: np.ndarray, x: np.ndarray, hold: int) -> list[float]:
     for ti, xi in zip(t.tolist(), x.tolist()):
         if math.isnan(xi):
             continue
-        last3.append(xi)
-        recent.append((ti, xi))
+        last3.append((ti, xi))
         if len(seg) < 3:
             add(xi)
-            recent.clear()
             continue
         n = len(ranked)
         seg_med = ranked[n // 2] if n % 2 else 0.5 * (ranked[n // 2 - 1] + ranked[n // 2])
-        m3 = sorted(last3)[len(last3) // 2]
-        if abs(m3 - seg_med) >= max(ABS_MS, REL * seg_med):
-            if run == 0:
-                # the run is dated at the first of the last 3 samples beyond the segment's median
-                beyond = [tt for tt, v in list(recent)[-3:] if abs(v - seg_med) >= max(ABS_MS, REL * seg_med)]
-                run_start = beyond[0] if beyond else ti
-            run += 1
-            if run >= hold:
-                out.append(run_start)
-                seg.clear()
-                ranked.clear()
-                for tt, v in list(recent)[-(hold + 2):]:
-                    if tt >= run_start:
-                        add(v)
-                run = 0
-                recent.clear()
+        threshold = max(ABS_MS, REL * seg_med)
+        m3 = sorted(v for _, v in last3)[len(last3) // 2]
+        side = (m3 - seg_med >= threshold) - (seg_med - m3 >= threshold)
+        if side == 0:
+            run, run_vals = 0, []
+            add(xi)
             continue
-        run = 0
-        add(xi)
-        while len(recent) > 3 + max(HOLD_GRID):
-            recent.popleft()
+        if run == 0:
+            beyond = [(tt, v) for tt, v in last3 if (v - seg_med) * side >= threshold]
+            run_start, run_vals = beyond[0][0], [v for _, v in beyond]
+        elif (xi - seg_med) * side >= threshold:
+            run_vals.append(xi)
+        run += 1
+        if run >= hold:
+            out.append(run_start)
+            seg.clear()
+            ranked.clear()
+            for v in run_vals:
+                add(v)
+            run, run_vals = 0, []
     return out
 
 
 # ---------------------------------------------------------------- the bench
 
 def git_state() -> dict:
+    """The commit the run is on and the uncommitted files that bear on detection."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD"), "models_dirty": bool(git("status", "--porcelain", "--", "models"))}
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.rstrip("\n")
+    dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "contract", "pathwatch",
+                                      "bench/real_series", "bench/real_series_bench.py").splitlines()]
+    return {"head": git("rev-parse", "--short", "HEAD"), "uncommitted_code": dirty}
 
 
 def f1(agg: dict) -> float:
@@ -316,17 +327,19 @@ def main() -> None:
         t, x = load_series(name)
         labels = doc["series"][name]["labels"]
         span = (float(t[0]), float(t[-1]))
-        shifts, diurnal, extra = run_pathwatch(name, t, x)
+        starts, returns, diurnal, extra = run_pathwatch(name, t, x)
+        shifts = starts + returns
         pelt = run_pelt(t, x)
         baseline_runs[name] = {h: run_baseline(t, x, h) for h in HOLD_GRID}
         per_series[name] = {
             "split": splits[name], "span": span, "labels": labels,
             "pathwatch": score_series(labels, shifts, diurnal, span=span)
             | {"diurnal_alarms": diurnal, "latency_shift_episodes": extra["episodes"], "other_kinds": extra["other_kinds"]},
+            "pathwatch_starts_only": score_series(labels, starts, diurnal, span=span),
             "pelt": score_series(labels, pelt, span=span),
         }
         print(f"[{k}/{len(names)}] {name} ({splits[name]}, {len(t)} samples, {span[1] - span[0]:.0f} s): "
-              f"pathwatch {len(shifts)} shifts + {len(diurnal)} diurnal, pelt {len(pelt)}, "
+              f"pathwatch {len(starts)} shifts ({len(returns)} returns) + {len(diurnal)} diurnal, pelt {len(pelt)}, "
               f"baseline {len(baseline_runs[name][HOLD_GRID[0]])}..{len(baseline_runs[name][HOLD_GRID[-1]])} "
               f"({time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
 
@@ -352,6 +365,8 @@ def main() -> None:
                               "unmatched_per_day": round(r["unmatched"] / r["days"], 3)}
                            for n, r in rows.items()}
             results[split][method] = agg
+        starts_only = aggregate({n: per_series[n]["pathwatch_starts_only"] for n in names if splits[n] == split})
+        results[split]["pathwatch"]["starts_only"] = {k: starts_only[k] for k in ("recall", "found", "unmatched_per_day")}
     worst = {}
     for method in METHODS:
         halves = [results[s][method] for s in ("tune", "report")]
@@ -361,8 +376,8 @@ def main() -> None:
 
     out = {
         "bench": "real_series",
-        "run_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        **git_state(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "code": git_state(),
         "settings": {
             "tolerance_s": TOL_S, "significance": {"abs_ms": ABS_MS, "rel": REL},
             "pelt": {"model": "normal", "penalty": "2*ln(n)", "min_size": PELT_MIN_SIZE, "jump": PELT_JUMP},

@@ -27,8 +27,8 @@ from typing import Any, Callable
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = ".venv/bin/python bench/report.py"
 # The table's order: quick offline benches first, then the ones on the test stack.
-ORDER = ("parse", "fuzz", "detect", "evaluation", "evaluation-sparse", "pipeline", "floor", "live",
-         "faults", "soak", "lab", "pg_chunk_memory")
+ORDER = ("parse", "fuzz", "detect", "evaluation", "evaluation-sparse", "real_series", "pipeline", "floor",
+         "live", "faults", "soak", "lab", "pg_chunk_memory")
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,18 @@ def evaluation(data: dict, name: str = "evaluation") -> Row:
     return Row(name, headline, target, recorded(data))
 
 
+def real_series(data: dict) -> Row:
+    splits = data["splits"]
+    first = next(iter(splits["tune"].values()))
+    second = next(iter(splits["report"].values()))
+    series, days = first["series"] + second["series"], first["series_days"] + second["series_days"]
+    figures = "; ".join(f"{method} recall {'—' if worst['recall'] is None else num(worst['recall'], 2)}, "
+                        f"{num(worst['unmatched_per_day'], 2)} unmatched/day" for method, worst in data["worst"].items())
+    headline = (f"{series} real RTT series ({num(days)} series-days, labelled by hand), worse of tune/report "
+                f"half: {figures}")
+    return Row("real_series", headline, "—", recorded(data))
+
+
 def pipeline(data: dict) -> Row:
     paced = field(data, "latency_s_paced")
     headline = (f"{num(data['end_to_end_records_per_s'])} records/s end to end "
@@ -284,7 +296,8 @@ def pg_chunk_memory(data: dict) -> Row:
 
 SUMMARISERS: dict[str, Callable[[dict], Row]] = {
     "parse": parse, "fuzz": fuzz, "detect": detect, "evaluation": evaluation,
-    "evaluation-sparse": lambda data: evaluation(data, "evaluation-sparse"), "pipeline": pipeline,
+    "evaluation-sparse": lambda data: evaluation(data, "evaluation-sparse"), "real_series": real_series,
+    "pipeline": pipeline,
     "floor": floor, "live": live, "faults": faults, "soak": soak, "lab": lab, "pg_chunk_memory": pg_chunk_memory,
 }
 

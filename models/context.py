@@ -49,6 +49,10 @@ class ContextParams(Params):
         The path's last runs that were not a black hole's kept as the usual ones.
     min_usual_runs : int, default 3
         With fewer usual runs known, the stall alone decides.
+    clock_error_max_ms : float, default 50.0
+        A latency sample whose clocks' error bound (owamp's max-clock-error) is larger, or whose
+        clocks say they are unsynchronised, says nothing of the path's delay: the route and
+        latency detectors skip it (:meth:`PathContext.clocks_usable`); the clock detector reads it.
     """
 
     stall_s: float = 2.0
@@ -56,6 +60,7 @@ class ContextParams(Params):
     crawl_fraction: float = 0.05
     usual_runs: int = 10
     min_usual_runs: int = 3
+    clock_error_max_ms: float = 50.0
 
 
 class BusyHours:
@@ -132,3 +137,8 @@ class PathContext:
         self.route_moves = RouteMoves()
         self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
                                       p.min_usual_runs)
+
+    def clocks_usable(self, obs) -> bool:
+        """Whether a latency sample's clocks let its delay speak for the path (see
+        ``clock_error_max_ms``); an RTT's clock is one host's and always does."""
+        return obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_max_ms

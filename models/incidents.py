@@ -15,6 +15,8 @@ host or a named network element with a relative, and overlap it in time):
 ============================  ==============================================================
 relation                      when
 ============================  ==============================================================
+further step (same path)      one ``follows`` the other (its evidence names the other's id):
+                              a latency shift that stepped on, or crossed its baseline
 consequence (same path)       one's kind is a known consequence of the other's
                               (:data:`CONSEQUENCES`) and their windows overlap (the cause's
                               widened by ``tolerance_s`` after its end: a route that reverts
@@ -216,6 +218,8 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
     if a.id == b.id:
         return False
     same_path = a.source == b.source and a.destination == b.destination
+    if same_path and (a.evidence.get("follows") == b.id or b.evidence.get("follows") == a.id):
+        return True
     if same_path:
         for cause, other in ((a, b), (b, a)):
             if not explains(cause.kind, other.kind):

@@ -106,5 +106,11 @@ class PathMonitor:
         return [closed for d in self.detectors for kind in list(d.episodes)
                 for closed in d.close(kind, end if end is not None else d.episodes[kind].detected_at, {"ended": why})]
 
+    def vetoed(self) -> list[dict[str, Any]]:
+        """The candidates the path's detectors held back or dismissed lately, and by which named
+        veto (the latency detector's :data:`~pathwatch.models.detectors.latency.VETOES`), oldest first:
+        why a change did not alarm."""
+        return sorted((v for d in self.detectors for v in getattr(d, "vetoed", ())), key=lambda v: v["at"])
+
     def open_anomalies(self) -> list[Anomaly]:
         return [a for d in self.detectors for a in d.episodes.values()]

@@ -71,11 +71,11 @@ def rerouted_path(*, route_moves: bool, days=5, step_ms=5.0):
 def test_a_delay_step_taken_with_a_route_move_is_the_routes():
     """The route detector names the route change; the levels detector, sharing its moves through
     the path's monitor, names no latency shift of its own (the old code named both)."""
-    found = detect(rerouted_path(route_moves=True), ("route", "levels"))
+    found = detect(rerouted_path(route_moves=True), ("route", "levels", "latency"))
     kinds = [a.kind for a in found]
     assert "route_change" in kinds and "latency_shift" not in kinds, [a.summary for a in found]
 
 
 def test_a_delay_step_without_a_route_move_is_still_a_latency_shift():
-    found = detect(rerouted_path(route_moves=False), ("route", "levels"))
+    found = detect(rerouted_path(route_moves=False), ("route", "levels", "latency"))
     assert [a.kind for a in found] == ["latency_shift"], [a.summary for a in found]

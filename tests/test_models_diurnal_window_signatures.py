@@ -21,7 +21,7 @@ from pathwatch.models.engine import replay_observations
 from pathwatch.models.monitor import PathMonitor
 from tests.detector_series import DAY, HOUR, T0, latency, latency_times, run, throughput_series
 
-MINE = DetectorConfig(enabled=("levels", "loss", "diurnal"))
+MINE = DetectorConfig(enabled=("levels", "latency", "loss", "diurnal"))
 SYMPTOMS = {"latency_shift", "loss_step", "rising_loss", "throughput_drop"}
 
 

@@ -16,7 +16,7 @@ from pathwatch.models.config import DetectorConfig
 from pathwatch.models.engine import replay_observations
 from tests.detector_series import DAY, HOUR, T0, latency, latency_times
 
-LEVELS = DetectorConfig(enabled=("levels",))
+LEVELS = DetectorConfig(enabled=("levels", "latency"))
 
 
 def shifts(observations):

@@ -20,7 +20,7 @@ def test_a_monitor_is_made_with_its_own_version_and_configuration_only():
     monitor = pickle.loads(pickle.dumps(_shifted_monitor(config)))
     assert monitor.made_by == (DETECTOR_VERSION, config.digest)
     assert monitor.made_with(DetectorConfig.from_mapping({}))
-    assert not monitor.made_with(DetectorConfig.from_mapping({"levels": {"delay_runs": 4}}))
+    assert not monitor.made_with(DetectorConfig.from_mapping({"latency": {"runs": 4}}))
     assert not monitor.made_with(DetectorConfig.from_mapping({"context": {"stall_s": 3.0}}))
     monitor.made_by = ("0.9.0", config.digest)
     assert not monitor.made_with(config)

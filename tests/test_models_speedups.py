@@ -405,7 +405,7 @@ def test_rough_depth_bound_is_never_below_depth_bound():
 
 
 def test_levels_mad_mapped_equals_the_listed_deviations():
-    from pathwatch.models.detectors.levels import mad
+    from pathwatch.models.level_tracker import mad
     from pathwatch.models.window import median
 
     rng = random.Random(16)
@@ -505,7 +505,7 @@ class _PlainShift:
         self._cached, self._adds = None, 0
 
     def reference(self, k: float, floor: float, rel: float):
-        from pathwatch.models.detectors.levels import mad
+        from pathwatch.models.level_tracker import mad
         from pathwatch.models.window import median
 
         if self._cached is None:
@@ -515,7 +515,7 @@ class _PlainShift:
 
 
 def test_levels_shift_kept_reference_equals_the_plain_recomputation():
-    from pathwatch.models.detectors.levels import _Shift
+    from pathwatch.models.level_tracker import LevelTracker as _Shift
 
     rng = random.Random(19)
     for _ in range(200):

@@ -1,14 +1,12 @@
-"""Level shifts: throughput_drop and window_limited (throughput), latency_shift (delay).
+"""Throughput level shifts: throughput_drop and window_limited (the delay's: :mod:`.latency`).
 
-Each series keeps a robust baseline (median and MAD of recent normal values). A throughput run
-joins it only within half the low threshold of it, either way: runs kept out on one side alone
-(those halfway down, so that a drop under way does not pull the baseline after it) bias its
-median up and its spread down on a noisy path, until noise reads as a drop. A shift opens when
-every value over at least ``*_runs`` values and ``*_span_s`` seconds sits beyond the baseline by
-more than the larger of an absolute floor, a fraction of the baseline and ``k`` MADs — a
-persistent level change, not an outlier or a busy hour. It closes when values come back. A
-delay shift that lasts ``delay_settle_s`` becomes the new normal (closed, re-baselined); a later
-return to the level it had before is then the old normal coming back, not a new shift.
+The series keeps a robust baseline (median and MAD of recent normal runs). A run joins it only
+within half the low threshold of it, either way: runs kept out on one side alone (those halfway
+down, so that a drop under way does not pull the baseline after it) bias its median up and its
+spread down on a noisy path, until noise reads as a drop. A drop opens when ``tput_runs`` runs
+over ``tput_span_s`` sit below the baseline by more than the larger of ``tput_drop_frac`` of it
+and ``k_tput`` MADs — a persistent level change, not an outlier or a busy hour. It closes when
+runs come back.
 
 Throughput also drops when the median of the last ``level_runs`` runs sits ``level_z``
 standard errors and ``level_share`` × ``tput_drop_frac`` below the baseline: on a noisy path a
@@ -41,30 +39,10 @@ retransmitting under ``window_loss_share`` of that many is paced by something ot
 retransmit in a 3-second run at 46 Mb/s over 10 ms is 60 times too few (a real kernel's window-limited
 runs lose a segment now and then), while a fast long path must be clean.
 
-A level shift persists; a load pattern follows the clock. A change that came back within
-``daily_return_s`` is remembered by the hours it covered; a later change in the same direction
-that stays within those hours of a following day (or within the busy hours of the path's open
-diurnal saturation) is the daily pattern again and is held — opened, from where it began, only
-once it outlasts them (when no more than ``daily_factor`` times the size of the change it
-repeats). A floor falling back to its lowest normal level of the last ``delay_floor_s``, its
-baseline having crept up with a swelling queue without a step since, is the queue draining. A
-one-way delay step within the clocks' own error bound (owamp's
-max-clock-error) is not a shift: NTP moves a one-way delay that much with the path unchanged.
-
-A delay shift steps: a propagation change moves every packet at once, so at least
-``delay_jump_share`` of the change happens between one sample and the next (within ``delay_gap_s``:
-a path back from a silence may return midway through its daily queue, and what it did meanwhile is
-unknown; a change pending when the path fell silent starts again from the sample back, the silence
-being no time it was seen to stay) — and, for a one-way delay, more than twice the clocks' error
-bound (each sample may be off by the bound, either way: an NTP correction from one side of it to the
-other). A queue building creeps past any threshold a little per sample; a floor that crept there is
-named only once it has stayed ``delay_creep_s`` (a day's queue drains within its day) as a level:
-over that day its samples sit within the threshold of the change's level (the median of its
-samples), by their median absolute deviation from it (a queue that no longer drains under the
-threshold keeps swinging with the day; the baseline takes where it stands). Whatever way it came, a
-one-way change that stays within what the clocks may move it (twice their bound) is their new
-offset, not a shift: the baseline follows. A shift ends the way it began, by a step back; a queue on
-the new path creeping up past the old level does not end it.
+A level shift persists; a load pattern follows the clock. A dip that came back within
+``daily_return_s`` is remembered by the hours it covered; a later one that stays within those
+hours of a following day (or within the busy hours of the path's open diurnal saturation, from
+the path's context) is the daily pattern again and is held.
 
 A consequence is not named as its own cause. A throughput drop that the path's own packet loss
 explains is the loss's: a loss-based TCP's rate falls at least as 1/sqrt(loss) (Mathis et al.:
@@ -72,12 +50,7 @@ rate <= MSS / (RTT sqrt(p)) C; CUBIC falls faster), so when the latency tests' p
 of the flow: a slower bottleneck makes a flow lose its own packets, not the probes' — lose, in the
 typical hour since the last normal run, significantly more than over ``loss_before_s`` before it,
 and enough more that the baseline rate scaled by sqrt(before / now) falls below the low
-threshold, no drop is named (the loss detector names the loss). A delay step taken while the
-path's route moved (the route detector's moves, in the path's context, within
-``route_slack_s``: a trace shows a move up to a trace interval after the delay stepped, and a
-step the same way as the route's) is the route's new propagation path: no latency shift is
-named, its delay becomes the path's normal and the old one coming back (the route reverting) is
-the old normal again.
+threshold, no drop is named (the loss detector names the loss).
 """
 
 from __future__ import annotations
@@ -95,7 +68,8 @@ from pathwatch.models.observe import LatencyObs, ThroughputObs
 from pathwatch.models.pace import HostPace, HostTails
 from pathwatch.models.significance import poisson_tail_below
 from pathwatch.models.tcp import bytes_in_flight, loss_cannot_pace, window_filled, window_held
-from pathwatch.models.window import SortedWindow, median
+from pathwatch.models.level_tracker import DailyChanges, LevelTracker, mad
+from pathwatch.models.window import median
 
 
 @dataclass(frozen=True)
@@ -111,14 +85,6 @@ class LevelParams(Params):
     level_runs: int = 8              # or: the median of the last this many runs (over tput_span_s) ...
     level_z: float = 4.5             # ... this many standard errors below the baseline ...
     level_share: float = 5 / 6       # ... and this share of tput_drop_frac (25 % at its default)
-    delay_abs_ms: float = 1.0        # delay shifts smaller than this are ignored
-    delay_rel: float = 0.05          # ... and smaller than this fraction of the baseline
-    delay_runs: int = 3              # consecutive shifted samples ...
-    delay_span_s: float = 1800.0     # ... covering at least this long
-    delay_settle_s: float = 3 * 86400.0  # a delay shift lasting this long becomes the new normal
-    delay_jump_share: float = 0.5    # a delay shift steps: this share of it between one sample and the next ...
-    delay_creep_s: float = 22 * 3600.0   # ... or it crept there and has stayed this long
-    delay_gap_s: float = 3600.0      # a step is seen only from a sample this recent (after a gap: as if it crept)
     window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV; after a drop, their median) ...
     window_spread_max: float = 0.075  # ... and their implied window this steady across runs (1.4826 MAD / median)
     window_retrans_max: int = 0      # ... and retransmit at most this much, or ...
@@ -131,7 +97,6 @@ class LevelParams(Params):
     daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
-    delay_floor_s: float = 26 * 3600.0   # a delay falling back to its lowest normal level of this long is no shift
     tester_share: float = 0.9        # a run at this share of the rate its test asked for was paced by its tester
     host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
     host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
@@ -147,7 +112,6 @@ class LevelParams(Params):
     loss_alpha: float = 1e-4         # loss during the drop above the loss before it at this level (Poisson) ...
     loss_min_lost: int = 10          # ... with at least this many probes lost, and by Mathis (rate ~ 1/sqrt(loss))
                                      # enough to take the baseline rate below the low threshold: the loss's drop
-    route_slack_s: float = 2 * 3600.0    # a delay step this long before a route move (a trace interval or two) is the route's
     cause_model: bool = True         # ask the run-cause classifier (models/artifacts) for evidence
 
 
@@ -168,147 +132,23 @@ def _retransmits_said(runs: list[ThroughputObs]) -> str:
     return "no retransmits"
 
 
-def mad(values, center: float | None = None) -> float:
-    """Median absolute deviation from ``center`` (by default the median of ``values``).
-
-    >>> mad([1.0, 2.0, 4.0, 9.0])
-    1.5
-    """
-    m = median(values) if center is None else center
-    return median(map(abs, map(sub, values, repeat(m))))      # (abs(v - m) of each, mapped in C)
-
-
-class _Shift:
-    """A robust level-shift tracker for one series: baseline values and the current run of outliers."""
-
-    __slots__ = ("base", "pending", "frozen", "_cached", "_adds", "_worked", "_moved")
-    REFRESH = 4  # values added between recomputations of the baseline median and MAD
-
-    def __init__(self, size: int):
-        # (kept in sorted order too: the median needs no sort, and an equal value replacing the
-        # oldest leaves the median and MAD as they were)
-        self.base = SortedWindow(size)
-        self.pending: list[tuple[float, float]] = []   # (t, value) beyond the baseline, same direction
-        self.frozen: tuple[float, float] | None = None  # (median, threshold) while a shift is open
-        self._cached: tuple[float, float] | None = None
-        self._adds = 0
-        # The last (median, threshold) worked out, and whether the baseline's values moved since:
-        # a recomputation of values that did not move gives it again.
-        self._worked: tuple[float, float] | None = None
-        self._moved = True
-
-    def add(self, value: float) -> None:
-        if self.base.append(value):
-            self._moved = True
-        self._adds += 1
-        values = self.base.values            # (the window's deque: len and maxlen without a Python call)
-        if self._adds >= self.REFRESH or len(values) < values.maxlen:
-            self._cached, self._adds = None, 0
-
-    def rebase(self, values) -> None:
-        self.base.clear()
-        self.base.extend(values)
-        self._cached, self._adds, self._moved = None, 0, True
-
-    def reference(self, k: float, floor: float, rel: float) -> tuple[float, float]:
-        """(baseline median, distance beyond it that counts as shifted)."""
-        if self.frozen is not None:
-            return self.frozen
-        if self._cached is None:
-            if self._moved or self._worked is None:
-                base = self.base
-                m = base.median()               # (median(base), without the sort)
-                self._worked, self._moved = (m, max(floor, rel * abs(m), k * 1.4826 * mad(base, m))), False
-            self._cached = self._worked
-        return self._cached
-
-
-DAY = 86400.0
-
-
-class _Daily:
-    """A series' recent changes that came back within ``daily_return_s``: (start, end, direction).
-
-    A level shift persists; a load pattern follows the clock. A change confined to hours that
-    changed the same way on a previous day, when that one came back within the day, is the daily
-    pattern again (:meth:`explains`), not a shift.
-
-    >>> p = LevelParams()
-    >>> daily = _Daily()
-    >>> daily.record(13 * 3600.0, 18 * 3600.0, 1, p, size=12.0)
-    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p, 14.0), daily.explains(DAY + 13.5 * 3600, DAY + 23 * 3600, 1, p, 14.0)
-    (True, False)
-    >>> daily.explains(DAY + 13.5 * 3600, DAY + 17 * 3600, 1, p, 30.0)   # far more than that day's: not its pattern
-    False
-    """
-
-    __slots__ = ("spans",)
-
-    def __init__(self) -> None:
-        self.spans: deque[tuple[float, float, int, float]] = deque(maxlen=32)   # (start, end, direction, size)
-
-    def __getstate__(self):
-        return (list(self.spans),)
-
-    def __setstate__(self, state) -> None:
-        self.spans = deque(state[0], maxlen=32)
-
-    def record(self, start: float, end: float, direction: int, p: LevelParams, size: float = math.inf) -> None:
-        """Keep a change of ``size`` that came back at ``end`` (one within ``daily_slack_s`` of the last joins it)."""
-        spans = self.spans
-        if spans and spans[-1][2] == direction and start - spans[-1][1] <= p.daily_slack_s:
-            joined = spans.pop()
-            start, size = joined[0], max(size, joined[3])
-        horizon = start - p.daily_days * DAY - p.daily_return_s - p.daily_slack_s
-        while spans and spans[0][1] < horizon:
-            spans.popleft()                 # (too old to explain anything from now on)
-        if end - start <= p.daily_return_s:
-            spans.append((start, end, direction, size))
-
-    def largest(self, direction: int) -> float:
-        """The largest change kept in ``direction`` (inf when none is: no size to go by)."""
-        return max((span[3] for span in self.spans if span[2] == direction), default=math.inf)
-
-    def explains(self, start: float, now: float, direction: int, p: LevelParams, size: float = 0.0) -> bool:
-        """Whether a change from ``start`` to ``now``, now of ``size``, stays within the hours (±
-        ``daily_slack_s``) a change in the same direction that came back covered on one of the
-        ``daily_days`` days before, and within ``daily_factor`` times its size (a load varies from
-        day to day; a step far beyond it is something else)."""
-        slack = p.daily_slack_s
-        for first, last, towards, then in self.spans:
-            if towards == direction and size <= p.daily_factor * then:
-                for days in range(1, p.daily_days + 1):
-                    if first + days * DAY - slack <= start and now <= last + days * DAY + slack:
-                        return True
-        return False
-
-
 class LevelDetector(Detector):
     name = "levels"
-    kinds = ("throughput_drop", "window_limited", "latency_shift")
+    kinds = ("throughput_drop", "window_limited")
     reads = (ThroughputObs, LatencyObs)
     Params = LevelParams
 
     def __init__(self, source, destination, params=None, context=None):
         super().__init__(source, destination, params, context)
-        self.tput = _Shift(self.p.baseline)
+        self.tput = LevelTracker(self.p.baseline)
         self.low_runs: list[ThroughputObs] = []
-        self.delay = _Shift(self.p.baseline)
-        self.delay_dir = 0
-        self.settled_from: tuple[float, float] | None = None   # (baseline, threshold) before a settled shift
         self.tput_kind: str | None = None
         self.recovered = 0
         self.normal_runs: deque[tuple[int, float | None]] = deque(maxlen=self.p.baseline)  # (retransmits, rtt)
         self.pace = HostPace(self.p.baseline)   # the normal runs' evenness and retransmits
         self.tails = HostTails(self.p.host_tail_span_s)   # the latency tests' delay tails: a loaded host
         self.recent_runs: deque[ThroughputObs] = deque(maxlen=self.p.level_runs)
-        self.delay_daily, self.tput_daily = _Daily(), _Daily()
-        self.delay_held = False       # the pending delay change was held as a daily pattern
-        self.delay_last: float | None = None   # the delay sample before this one ...
-        self.delay_last_t: float | None = None  # ... its time ...
-        self.delay_from: float | None = None   # ... and the one before the pending change began (NaN: after a gap)
-        self.floor_lows: deque[float] = deque()   # the lowest normal delay of each of the last hours ...
-        self.floor_low, self.floor_until = float("inf"), 0.0   # ... and of this one, until this time
+        self.tput_daily = DailyChanges()
         self.dip: list | None = None          # [first run's time, runs] of the runs below the baseline lately
         self.window_streak: deque[ThroughputObs] = deque(maxlen=self.p.window_runs)  # window-bound runs in a row
         self.window_since: float | None = None    # ... since this run's time
@@ -640,192 +480,14 @@ class LevelDetector(Detector):
             return None
         return {"window_bytes": round(w), "rtt_ms": round(median(rtts), 3), "interval_cv": round(median(cvs), 4)}
 
-    # ------------------------------------------------------------------ delay
+    # ------------------------------------------------------------------ latency tests
     def _latency(self, obs: LatencyObs) -> list[Anomaly]:
+        """What a throughput judgement needs of the path's latency tests: their loss by the hour
+        (a drop that loss explains) and their delay tails (a loaded host)."""
         if obs.ok and obs.sent and obs.lost < obs.sent:
             self._count_loss(obs)          # (a dead path's probes are all lost: no rate to compare)
             low = obs.delay_min_ms
             if low is not None and obs.delay_p95_ms is not None and obs.delay_median_ms is not None:
                 self.tails.add(obs.t, p95_ms=obs.delay_p95_ms - low, median_ms=obs.delay_median_ms - low,
                                lost=obs.lost, sent=obs.sent)
-        value = obs.delay_min_ms
-        if (not obs.ok or value is None or obs.sent == 0 or obs.lost >= obs.sent or value < 0
-                or (obs.clock_error_ms or 0) > 50 or obs.synchronized is False):
-            return []
-        shift = self.delay
-        p = self.p
-        before, self.delay_last = self.delay_last, value
-        before_t, self.delay_last_t = self.delay_last_t, obs.t
-        if len(shift.base.values) < p.min_baseline:
-            shift.add(value)
-            return []
-        base, threshold = shift.reference(p.k_mad, p.delay_abs_ms, p.delay_rel)
-        bound = obs.clock_error_ms
-        if bound is not None and bound > threshold and obs.one_way:
-            threshold = bound               # a one-way delay moves within its clocks' error bound without the path
-        direction = (value > base + threshold) - (value < base - threshold)
-        if direction == 0 and not shift.pending and "latency_shift" not in self.episodes:
-            shift.add(value)               # the usual sample: at the baseline, nothing pending
-            if value < self.floor_low:
-                self.floor_low = value
-            if obs.t >= self.floor_until:
-                self._floor_hour(obs.t)
-            return []
-        if self.is_open("latency_shift"):
-            opened = self.episodes["latency_shift"]
-            if direction != self.delay_dir and self._stepped_back(before, value, opened, obs):
-                self.delay_daily.record(opened.start, obs.t, self.delay_dir, p, self._pending_size(base))
-                return self._delay_reset(obs.t, "delay returned to its baseline")
-            if obs.t - opened.start >= self.p.delay_settle_s and not self.context.busy.covers(obs.t, obs.t, p.daily_slack_s):
-                # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
-                self.settled_from = (base, threshold)
-                out = self._delay_reset(obs.t, "the new delay became the path's normal")
-                shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-                shift.pending.clear()
-                return out
-            shift.pending.append((obs.t, value))
-            return []
-        # After a silence, what the delay did in it is unknown: a change pending before it starts
-        # again (the silence is no time it was seen to stay), and none is told to step across it.
-        silent = before_t is not None and obs.t - before_t > p.delay_gap_s
-        if direction == 0 or silent or (shift.pending and direction != self.delay_dir):
-            pending = shift.pending
-            if not silent and len(pending) >= p.delay_runs and pending[-1][0] - pending[0][0] >= p.delay_span_s:
-                self.delay_daily.record(pending[0][0], obs.t, self.delay_dir, p, self._pending_size(base))   # (came back)
-                self._floor_forgotten()
-            pending.clear()
-            self.delay_held = False
-            if direction == 0:
-                shift.add(value)
-                return []
-        self.delay_dir = direction
-        if not shift.pending:
-            self.delay_from = math.nan if silent else before
-        shift.pending.append((obs.t, value))
-        first_t = shift.pending[0][0]
-        if len(shift.pending) < self.p.delay_runs or obs.t - first_t < self.p.delay_span_s:
-            return []
-        size = abs(value - base)
-        if self.delay_daily.explains(first_t, obs.t, direction, p, size) or (
-                direction > 0 and self.context.busy.covers(first_t, obs.t, p.daily_slack_s)
-                and size <= p.daily_factor * self.delay_daily.largest(direction)):
-            self.delay_held = True
-            return []       # the hours it rose at a day before, come back since, or the busy hours' queue
-        if self.delay_held:    # outlasted the daily pattern it began as: the level is what stays after it
-            level = median(v for t, v in shift.pending if t >= obs.t - 2 * p.delay_span_s)
-        else:
-            level = median(v for _, v in shift.pending)
-        if direction < 0 and level >= min(self.floor_low, min(self.floor_lows, default=self.floor_low)) - threshold:
-            # Down to where its floor was within the last delay_floor_s, its baseline having crept up
-            # since without a step: a queue that drained, the path's own floor, not a shift. The
-            # baseline follows.
-            self._pending_is_normal()
-            return []
-        if self.settled_from is not None and abs(level - self.settled_from[0]) <= self.settled_from[1]:
-            # Back to the level it had before a shift that settled in: the old normal, not a new shift.
-            self._pending_is_normal()
-            self.settled_from = None
-            return []
-        if not self.delay_held and not self._stepped(base, level, direction, obs):
-            if obs.t - first_t < p.delay_creep_s:
-                return []   # a floor that crept past the threshold (a queue building) until it outlasts a day
-                #             (one that outlasted the daily pattern it began as shows it persists instead)
-            day = [v for t, v in shift.pending if t >= obs.t - p.delay_creep_s]
-            if mad(day, level) > threshold:
-                # Outlasted a day but never held a level: a queue still swinging with the day that
-                # no longer drains under the threshold. Where its floor stands now is the normal.
-                self._pending_is_normal()
-                return []
-        if abs(level - base) <= self._clocks_may_move(obs):
-            # What stays is within what the clocks may move a one-way delay: their new offset (an
-            # NTP correction, a slew), the path's normal. The baseline follows.
-            self._pending_is_normal()
-            return []
-        if self.context.route_moves.near(first_t, obs.t, direction, p.route_slack_s):
-            # The path's route moved as the delay stepped: a new propagation path, the route
-            # change's own consequence, not a shift of unknown cause. Its delay is the new normal;
-            # the old one coming back (the route reverting) is the old normal again.
-            self.settled_from = (base, threshold)
-            self._pending_is_normal()
-            self._floor_forgotten()
-            return []
-        shift.frozen = (base, threshold)
-        self._floor_forgotten()
-        step = level - base
-        what = "one-way delay" if obs.one_way else "RTT"
-        return self.open(
-            "latency_shift", start=first_t, at=obs.t,
-            severity=severity_for(abs(step) / max(base, 1.0), 0.0, 0.25, 1.0),
-            score=min(1.0, abs(step) / max(threshold, 1e-9) / 4),
-            summary=f"Minimum {what} shifted {step:+.1f} ms (from {base:.1f} to {level:.1f} ms).",
-            evidence={"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
-                      "threshold_ms": round(threshold, 3), "samples": len(shift.pending), "one_way": obs.one_way},
-        )
-
-    def _stepped(self, base: float, level: float, direction: int, obs: LatencyObs) -> bool:
-        """Whether the pending delay change came as a step: from the sample before it, at least
-        ``delay_jump_share`` of its size (``level`` - ``base``) in one sample interval, and for a
-        one-way delay more than twice the clocks' error bound: each of the two samples may be off
-        by the bound, either way (an NTP step from one end of it to the other moves that much).
-
-        A propagation change (a longer fibre, another path through the same routers) moves every
-        packet's delay at once; a queue fills, and its floor creeps past any threshold a little
-        per sample.
-        """
-        before = self.delay_from
-        if before is None:
-            return True
-        if math.isnan(before):
-            return False    # the path was silent before it: whether the delay stepped or crept is unknown
-        return self._a_step(direction * (self.delay.pending[0][1] - before), direction * (level - base), obs)
-
-    def _stepped_back(self, before: float | None, value: float, opened: Anomaly, obs: LatencyObs) -> bool:
-        """Whether the delay came back from the open shift ``opened`` as a step (see :meth:`_stepped`):
-        a route or a fibre reverts at once; a queue on the new path creeps up past the old level."""
-        if before is None:
-            return True
-        size = abs(opened.evidence["level_ms"] - opened.evidence["baseline_ms"])
-        return self._a_step(-self.delay_dir * (value - before), size, obs)
-
-    def _a_step(self, jump: float, size: float, obs: LatencyObs) -> bool:
-        """Whether a move of ``jump`` between two samples (towards the change) makes a step of a
-        change of ``size``: ``delay_jump_share`` of it at least, and more than the clocks may move."""
-        return jump >= self.p.delay_jump_share * size and jump > self._clocks_may_move(obs)
-
-    @staticmethod
-    def _clocks_may_move(obs: LatencyObs) -> float:
-        """How far the clocks may move a delay between two samples: twice their error bound for a
-        one-way delay (each sample off by up to the bound, either way), nothing for an RTT."""
-        return 2 * (obs.clock_error_ms or 0.0) if obs.one_way else 0.0
-
-    def _pending_is_normal(self) -> None:
-        """The pending delays are the path's normal now: the baseline takes the latest of them,
-        and nothing is pending."""
-        shift = self.delay
-        shift.rebase(v for _, v in shift.pending[-self.p.baseline:])
-        shift.pending.clear()
-        self.delay_dir, self.delay_held = 0, False
-
-    def _pending_size(self, base: float) -> float:
-        """How far the pending delays went from ``base`` at most."""
-        return max(abs(v - base) for _, v in self.delay.pending) if self.delay.pending else 0.0
-
-    def _floor_forgotten(self) -> None:
-        """Forget the recent floor: the delay moved by a step since (a shift, a change that came
-        back), so falling back to it is no longer a queue draining where the baseline crept up."""
-        self.floor_lows.clear()
-        self.floor_low = float("inf")
-
-    def _floor_hour(self, t: float) -> None:
-        """Keep the hour's lowest normal delay among the last ``delay_floor_s`` of them; start the next."""
-        lows = self.floor_lows
-        lows.append(self.floor_low)
-        while len(lows) > self.p.delay_floor_s / 3600.0:
-            lows.popleft()
-        self.floor_low, self.floor_until = float("inf"), (t // 3600.0 + 1) * 3600.0
-
-    def _delay_reset(self, t: float, why: str) -> list[Anomaly]:
-        self.delay.frozen = None
-        self.delay.pending.clear()
-        self.delay_dir, self.delay_held = 0, False
-        return self.close("latency_shift", t, {"ended": why})
+        return []

@@ -90,7 +90,6 @@ class RouteParams(Params):
     settle_s: float = 12 * 3600.0  # a new route in use this long becomes the path's normal
     forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten ...
     remember_max_s: float = 30 * 86400.0  # ... unless in use longer (remembered as long, up to this)
-    clock_error_ms: float = 50.0   # one-way delays with a larger clock error say nothing about routes
     rtt_follow_share: float = 0.5  # a reached candidate trace's RTT moved at least this share of the OWD step, the same way
     fail_streak: int = 2           # consecutive failures before unreachable opens
     reach_history: int = 12        # traces of history that say whether a destination answers
@@ -393,7 +392,7 @@ class RouteDetector(Detector):
         if obs.lost >= obs.sent:
             return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets")
         delay = obs.delay_min_ms
-        clock_ok = obs.synchronized is not False and (obs.clock_error_ms or 0.0) <= self.p.clock_error_ms
+        clock_ok = self.context.clocks_usable(obs)
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
             self.owd_series.append((obs.t, delay))
             pending = None                       # the first tool with a pending candidate route
