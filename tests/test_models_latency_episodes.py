@@ -62,10 +62,10 @@ def test_the_real_return_closes_the_shift_where_it_began():
 
 
 def test_a_step_inside_an_open_shift_is_its_own_change_of_the_same_incident():
-    """315 ms, a +45 ms shift, then −45 ms back down to... a level still off the baseline: each
-    step reported where it happened, the later following the earlier, one incident."""
-    found, _ = detect(series([(0, 270.0), (10, 315.0), (20, 290.0)], 40))
-    assert [round(a.evidence["level_ms"]) for a in found] == [315, 290]
+    """270 ms, a +45 ms shift to 315, then +40 ms more: each step reported where it happened, the
+    later following the earlier, one incident."""
+    found, _ = detect(series([(0, 270.0), (10, 315.0), (20, 355.0)], 40))
+    assert [round(a.evidence["level_ms"]) for a in found] == [315, 355]
     first, second = found
     assert abs(first.start - (T0 + 10 * HOUR)) <= EVERY and abs(second.start - (T0 + 20 * HOUR)) <= EVERY
     assert first.end == second.start and first.evidence["ended"] == "a further step"
@@ -75,8 +75,8 @@ def test_a_step_inside_an_open_shift_is_its_own_change_of_the_same_incident():
 
 
 def test_jumping_through_the_baseline_is_a_new_shift_the_other_way():
-    """202 → 183 → 216 ms: the rise is a shift of its own, found within the hour, not a return."""
-    found, _ = detect(series([(0, 202.0), (10, 183.0), (20, 216.0)], 30))
+    """202 → 170 → 235 ms: the rise is a shift of its own, found within the hour, not a return."""
+    found, _ = detect(series([(0, 202.0), (10, 170.0), (20, 235.0)], 30))
     assert [a.evidence["step_ms"] > 0 for a in found] == [False, True]
     rise = found[1]
     assert abs(rise.start - (T0 + 20 * HOUR)) <= EVERY and rise.detected_at - rise.start <= HOUR
@@ -107,6 +107,21 @@ def test_a_change_that_crept_is_held_and_kept_with_the_veto_that_held_it():
     kept = monitor.vetoed()
     assert [v["veto"] for v in kept] == ["crept"] and kept[0]["verdict"] == "hold"
     assert set(v["veto"] for v in kept) <= set(VETOES)
+
+
+def test_a_move_within_the_significance_inside_a_shift_is_no_change_of_its_own():
+    """270 → 330 (+22 %), then 330 → 310: 20 ms is under the significance (27 ms), and 310 still
+    beyond it from the baseline: no further step, no return; one shift, still open."""
+    found, _ = detect(series([(0, 270.0), (10, 330.0), (20, 310.0)], 40))
+    assert len(found) == 1 and found[0].end is None
+
+
+def test_a_level_below_the_significance_is_dismissed_as_too_small_and_the_baseline_follows():
+    """An RTT of 200 ms that settles 7 % higher: its samples are beyond the noise, the change under
+    10 %: no shift, the veto kept, and a later 25 % step from the new level is found."""
+    found, monitor = detect(series([(0, 200.0), (10, 214.0), (30, 268.0)], 40))
+    assert [round(a.evidence["baseline_ms"]) for a in found] == [214]
+    assert "too_small" in [v["veto"] for v in monitor.vetoed()]
 
 
 def test_every_named_veto_is_a_method_of_the_detector():

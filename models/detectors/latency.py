@@ -5,7 +5,8 @@ through other routers or a clock stepped moves the *minimum* delay of every samp
 stays there; a queue adds to some packets and drains. So the detector follows the minimum delay
 (RTT or one-way) against a robust baseline (median and MAD of recent normal samples) and names
 a shift when samples sit beyond it — by more than the larger of ``abs_ms``, ``rel`` × the
-baseline, ``k_mad`` robust SDs and, one-way, the clocks' error bound — for ``runs`` samples
+baseline (for a round trip ``rtt_abs_ms``, ``rtt_rel``), ``k_mad`` robust SDs and, one-way, the
+clocks' error bound — for ``runs`` samples
 over ``span_s`` (a level held, not an outlier), having *stepped* there: at least
 ``jump_share`` of the change between one sample and the one before it.
 
@@ -67,7 +68,7 @@ from pathwatch.models.params import Params
 from pathwatch.models.window import median
 
 HOLD, DISMISS = "hold", "dismiss"
-VETOES: tuple[str, ...] = ("daily_pattern", "queue_drained", "old_normal_back", "crept", "queue_swinging",
+VETOES: tuple[str, ...] = ("too_small", "daily_pattern", "queue_drained", "old_normal_back", "crept", "queue_swinging",
                            "clock_offset", "route_move")
 
 
@@ -85,9 +86,20 @@ class LatencyParams(Params):
         Robust SDs (1.4826 MAD) beyond the baseline that count as shifted: a noisy path's own
         spread is not a change.
     abs_ms : float, default 1.0
-        Shifts smaller than this (ms) are ignored: owamp reports tenths, NTP moves a one-way delay by tenths.
+        One-way shifts smaller than this (ms) are ignored: owamp reports tenths, NTP moves a one-way
+        delay by tenths ...
     rel : float, default 0.05
         ... and smaller than this share of the baseline.
+    rtt_abs_ms : float, default 5.0
+        Round-trip shifts (ping, RIPE Atlas) smaller than this are ignored ...
+    sample_share : float, default 0.5
+        A sample counts toward a change beyond this share of the significance (or the noise, ``k_mad``):
+        the samples of a level near the significance fall on both sides of it; the level itself must
+        reach the significance (veto ``too_small``).
+    rtt_rel : float, default 0.10
+        ... and smaller than this share of the baseline: the significance operators set for an RTT
+        (a round trip crosses the far host's ICMP handling and both directions' own variation; a
+        few-packet ping's minimum moves by milliseconds and percents with the path unchanged).
     runs : int, default 3
         Samples beyond the threshold needed to call a level held (opening, returning, stepping on) ...
     span_s : float, default 1800
@@ -127,6 +139,9 @@ class LatencyParams(Params):
     k_mad: float = 4.0
     abs_ms: float = 1.0
     rel: float = 0.05
+    rtt_abs_ms: float = 5.0
+    rtt_rel: float = 0.10
+    sample_share: float = 0.5
     runs: int = 3
     span_s: float = 1800.0
     jump_share: float = 0.5
@@ -181,13 +196,18 @@ class LatencyDetector(Detector):
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
-        base, threshold = shift.reference(p.k_mad, p.abs_ms, p.rel)
+        floor, rel = (p.abs_ms, p.rel) if obs.one_way else (p.rtt_abs_ms, p.rtt_rel)
+        # A sample counts toward a change beyond the noise (k MADs) or sample_share of the
+        # significance; the level a change holds must reach the significance itself.
+        base, threshold = shift.reference(p.k_mad, p.sample_share * floor, p.sample_share * rel)
+        significance = max(threshold, floor, rel * abs(base))
         bound = obs.clock_error_ms
-        if bound is not None and bound > threshold and obs.one_way:
-            threshold = bound               # a one-way delay moves within its clocks' error bound without the path
+        if bound is not None and obs.one_way:
+            # (a one-way delay moves within its clocks' error bound without the path)
+            threshold, significance = max(threshold, bound), max(significance, bound)
         direction = (value > base + threshold) - (value < base - threshold)
         if self.level is not None:
-            return self._while_open(obs, value, before, base, threshold)
+            return self._while_open(obs, value, before, base, threshold, significance)
         if direction == 0 and not shift.pending:
             shift.add(value)               # the usual sample: at the baseline, nothing pending
             if value < self.floor_low:
@@ -216,7 +236,7 @@ class LatencyDetector(Detector):
         if len(shift.pending) < p.runs or obs.t - first_t < p.span_s:
             return []
         level = self._pending_level(obs.t)
-        candidate = _Candidate(first_t, obs.t, direction, base, threshold, level, abs(value - base))
+        candidate = _Candidate(first_t, obs.t, direction, base, significance, level, abs(value - base))
         for veto in VETOES:
             verdict = getattr(self, f"_{veto}")(candidate, obs)
             if verdict is None:
@@ -230,9 +250,14 @@ class LatencyDetector(Detector):
                 self.held_by.append(veto)
             return []
         start, level = self._onset(candidate)
-        return self._open_shift(obs, start, base, threshold, level, follows=None)
+        return self._open_shift(obs, start, base, threshold, significance, level, follows=None)
 
     # ------------------------------------------------------------------ the vetoes, in VETOES order
+    def _too_small(self, c: _Candidate, obs: LatencyObs) -> str | None:
+        """Dismiss: the level held is within the significance of the baseline (its samples were
+        beyond the noise, the change is not one a user calls significant): the baseline follows."""
+        return DISMISS if abs(c.level - c.base) < c.threshold else None
+
     def _daily_pattern(self, c: _Candidate, obs: LatencyObs) -> str | None:
         """Hold: within the hours a change the same way came back from on a previous day (no more
         than ``daily_factor`` times its size), or a rise within the saturated path's busy hours."""
@@ -288,17 +313,19 @@ class LatencyDetector(Detector):
 
     # ------------------------------------------------------------------ an open shift
     def _while_open(self, obs: LatencyObs, value: float, before: float | None, base: float,
-                    threshold: float) -> list[Anomaly]:
+                    threshold: float, significance: float) -> list[Anomaly]:
         """Follow an open shift: a move off its level held for ``runs`` samples over ``span_s``
-        returns, crosses or steps on; anything shorter (an outlier) is ignored."""
+        returns, crosses or steps on; anything shorter (an outlier) is ignored. A move back within
+        the significance of the baseline is a return; one that stays beyond it and is significant
+        itself is a further step or a crossing; a smaller one moves the episode's level quietly."""
         p, shift = self.p, self.delay
         opened = self.episodes["latency_shift"]
         shift.pending.append((obs.t, value))
-        if abs(value - self.level) <= threshold:
+        if self._at_level(value, base, threshold):
             self.moving.clear()
             if obs.t - opened.start >= p.settle_s and not self.context.busy.covers(obs.t, obs.t, p.daily_slack_s):
                 # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
-                self.settled_from = (base, threshold)
+                self.settled_from = (base, significance)
                 out = self._close_shift(obs.t, "the new delay became the path's normal")
                 self._pending_is_normal()
                 return out
@@ -310,13 +337,16 @@ class LatencyDetector(Detector):
         if len(self.moving) < p.runs or obs.t - start < p.span_s:
             return []
         moved_to = median(v for _, v in self.moving)
-        if abs(moved_to - self.level) <= threshold:
+        if self._at_level(moved_to, base, threshold):
             self.moving.clear()            # (outliers both ways about the level)
             return []
         jump = self.moving_from is not None and abs(self.moving[0][1] - self.moving_from) >= p.jump_share * abs(moved_to - self.level)
         if not (self.moving_from is None or jump) and obs.t - start < p.creep_s:
             return []                      # (a queue creeping on the new level: not yet)
-        towards = (moved_to > base + threshold) - (moved_to < base - threshold)
+        towards = (moved_to > base + significance) - (moved_to < base - significance)
+        if towards != 0 and abs(moved_to - self.level) < significance:
+            self.level, self.moving = moved_to, []     # (a move too small to be a change of its own)
+            return []
         if towards == 0:
             self.daily.record(opened.start, start, self.direction, p, abs(self.level - base))
             out = self._close_shift(start, "delay returned to its baseline")
@@ -331,10 +361,17 @@ class LatencyDetector(Detector):
         self.direction = towards
         shift.pending = [(t, v) for t, v in shift.pending if t >= start]
         self.before = self.moving_from
-        return out + self._open_shift(obs, start, base, threshold, moved_to, follows=opened)
+        return out + self._open_shift(obs, start, base, threshold, significance, moved_to, follows=opened)
 
-    def _open_shift(self, obs: LatencyObs, start: float, base: float, threshold: float, level: float,
-                    follows: Anomaly | None) -> list[Anomaly]:
+    def _at_level(self, value: float, base: float, threshold: float) -> bool:
+        """Whether ``value`` sits at the open shift's level: within the threshold of it, and no
+        nearer the baseline (where the two bands overlap, a value nearer the baseline may be the
+        shift's return)."""
+        off = abs(value - self.level)
+        return off <= threshold and off <= abs(value - base)
+
+    def _open_shift(self, obs: LatencyObs, start: float, base: float, threshold: float, significance: float,
+                    level: float, follows: Anomaly | None) -> list[Anomaly]:
         p, shift = self.p, self.delay
         shift.frozen = (base, threshold)
         self._floor_forgotten()
@@ -342,7 +379,7 @@ class LatencyDetector(Detector):
         step = level - base
         what = "one-way delay" if obs.one_way else "RTT"
         evidence = {"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
-                    "threshold_ms": round(threshold, 3), "samples": len(shift.pending), "one_way": obs.one_way}
+                    "threshold_ms": round(significance, 3), "samples": len(shift.pending), "one_way": obs.one_way}
         summary = f"Minimum {what} shifted {step:+.1f} ms (from {base:.1f} to {level:.1f} ms)."
         if follows is not None:
             was = follows.evidence["level_ms"]
@@ -354,7 +391,7 @@ class LatencyDetector(Detector):
         return self.open(
             "latency_shift", start=start, at=obs.t,
             severity=severity_for(abs(step) / max(base, 1.0), 0.0, p.major_rel, p.critical_rel),
-            score=min(1.0, abs(step) / max(threshold, 1e-9) / 4),
+            score=min(1.0, abs(step) / max(significance, 1e-9) / 4),
             summary=summary, evidence=evidence,
         )
 
@@ -448,6 +485,6 @@ class _Candidate:
     now: float          # the latest sample's time
     direction: int      # +1 up, -1 down
     base: float         # the baseline's median ...
-    threshold: float    # ... and the distance beyond it that counts
+    threshold: float    # ... and the significance: the distance beyond it that counts as a change
     level: float        # the level it holds
     size: float         # how far the latest sample is from the baseline
