@@ -29,8 +29,10 @@ from pathwatch.contract.timefmt import from_epoch, parse_rfc3339
 KINDS: tuple[str, ...] = get_args(AnomalyKind)
 SEVERITIES: tuple[str, ...] = get_args(AnomalyRecord.model_fields["severity"].annotation)
 
-# Bumped whenever a detector's behaviour changes, so stored anomalies say which logic made them.
-DETECTOR_VERSION = "1.0.0"
+# Bumped whenever the detectors' output on a fixed input changes (tests/test_detector_version.py pins
+# the output's digest to it), so stored anomalies say which logic made them and a restored
+# streaming job rebuilds the monitors an older version made (PathMonitor.made_with).
+DETECTOR_VERSION = "2.0.0"
 
 
 def anomaly_id(kind: str, source: str | None, destination: str | None, start: float) -> str:

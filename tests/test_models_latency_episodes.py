@@ -127,3 +127,23 @@ def test_a_level_below_the_significance_is_dismissed_as_too_small_and_the_baseli
 def test_every_named_veto_is_a_method_of_the_detector():
     detector = LatencyDetector("a", "b")
     assert all(callable(getattr(detector, f"_{veto}", None)) for veto in VETOES)
+
+
+def test_a_few_lost_three_packet_pings_in_a_row_are_not_unreachable_but_a_dead_path_is():
+    """Two or three 3-packet pings losing everything (9 probes) happen on a lossy path; four in a
+    row (12 probes, 16 minutes) do not: unreachable then, and it closes at the next answer."""
+    from dataclasses import replace
+
+    config = DetectorConfig(enabled=("route",))
+
+    def lost(obs):
+        return replace(obs, lost=obs.sent, loss=1.0, delay_min_ms=None, delay_median_ms=None, delay_p95_ms=None)
+
+    obs = series([(0, 100.0)], 10)
+    for i in range(40, 43):
+        obs[i] = lost(obs[i])
+    for i in range(80, 84):
+        obs[i] = lost(obs[i])
+    monitor = PathMonitor("probe", "anchor", config)
+    found = [a for o in obs for a in monitor.observe(o)]
+    assert [(a.kind, a.start, a.end) for a in found if a.end is not None] == [("unreachable", obs[80].t, obs[84].t)]

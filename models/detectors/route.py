@@ -60,7 +60,8 @@ has settled in for ``settle_s``.
 
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
-in between, and closes at the first trace that reaches or sample that gets packets back. A trace
+in between, that lost ``fail_packets`` latency probes in all (a 3-packet ping loses all of them
+now and then on a lossy path; an unreachable destination loses everything), and closes at the first trace that reaches or sample that gets packets back. A trace
 that stops where the path MTU dropped is left to the MTU detector.
 """
 
@@ -91,7 +92,9 @@ class RouteParams(Params):
     forget_s: float = 4 * 86400.0  # routes unseen this long are forgotten ...
     remember_max_s: float = 30 * 86400.0  # ... unless in use longer (remembered as long, up to this)
     rtt_follow_share: float = 0.5  # a reached candidate trace's RTT moved at least this share of the OWD step, the same way
-    fail_streak: int = 2           # consecutive failures before unreachable opens
+    fail_streak: int = 2           # consecutive failures before unreachable opens ...
+    fail_packets: int = 10         # ... losing at least this many latency probes in all (a trace's failure counts
+                                   # as this many): a lossy path loses all of a 3-packet ping now and then
     reach_history: int = 12        # traces of history that say whether a destination answers
     # Chance, per trace and hop, below which a run of silent traces at a hop that answers is not
     # skipped answers but a new router that never answers. 100 path-days hold ~10^5 traces of ~10
@@ -374,6 +377,7 @@ class RouteDetector(Detector):
         self.pending_t: float | None = None      # the time of the trace that made the pending candidate
         self.needs: dict[str, int] = {}          # traces on its route each tool's pending candidate needs
         self.pending_rtt: float | None = None    # the last-hop RTT of the trace that made the pending candidate
+        self.failed_packets = 0                  # latency probes the failures in a row lost
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, TraceObs):
@@ -390,7 +394,7 @@ class RouteDetector(Detector):
         if not obs.ok or obs.sent == 0:
             return []
         if obs.lost >= obs.sent:
-            return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets")
+            return self._failure(obs.t, f"{'owamp' if obs.one_way else 'ping'} lost all {obs.sent} packets", obs.sent)
         delay = obs.delay_min_ms
         clock_ok = self.context.clocks_usable(obs)
         if delay is not None and (obs.loss or 0) < 0.5 and clock_ok:
@@ -417,11 +421,15 @@ class RouteDetector(Detector):
             return self._success(obs.t, "throughput test ran")
         return []
 
-    def _failure(self, t: float, what: str) -> list[Anomaly]:
+    def _failure(self, t: float, what: str, packets: int | None = None) -> list[Anomaly]:
+        """Count a failure (``packets``: the latency probes it lost; None: a trace's, as many as
+        ``fail_packets``); open ``unreachable`` after ``fail_streak`` of them in a row that lost
+        ``fail_packets`` probes in all."""
         if not self.failures:
-            self.first_failure = t
+            self.first_failure, self.failed_packets = t, 0
         self.failures.append(what)
-        if len(self.failures) < self.p.fail_streak or self.is_open("unreachable"):
+        self.failed_packets += self.p.fail_packets if packets is None else packets
+        if len(self.failures) < self.p.fail_streak or self.failed_packets < self.p.fail_packets or self.is_open("unreachable"):
             return []
         return self.open(
             "unreachable", start=self.first_failure, at=t, severity="critical", score=1.0,
