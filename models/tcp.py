@@ -12,6 +12,11 @@ import math
 from pathwatch.models.observe import ThroughputObs
 
 MATHIS_C = math.sqrt(1.5)   # Mathis et al.'s constant for periodic loss and delayed ACKs off
+# Linux doubles a requested SO_SNDBUF and reports the doubled value (socket(7)): iperf3's
+# ``sndbuf_actual`` after ``-w 256K`` is 524288. Half of it is the kernel's bookkeeping allowance,
+# so the payload the buffer lets into flight is between half of what is reported (small segments)
+# and nearly all of it (large segments, little overhead per byte).
+SNDBUF_PAYLOAD_SHARE = 0.5
 
 
 def loss_cannot_pace(run: ThroughputObs, most: int, share: float) -> bool:
@@ -64,19 +69,26 @@ def window_filled(run: ThroughputObs, fill_min: float, fill_max: float) -> tuple
     the other two: the receive window filled (the receiver's buffer) or the send buffer filled (the
     sender's, which autotuning would have grown had it been free to). A free flow moves less than
     each window it reports; a flow that moves more than the send buffer it started with had it grown.
+    The send buffer as reported is Linux's doubled one: the payload it holds in flight may be as
+    little as ``SNDBUF_PAYLOAD_SHARE`` of it.
 
     >>> run = ThroughputObs(0.0, True, None, 29e6, 0, 10.49, 178_960, 8948, 3.0, 1, False, 0.0, 0.01, 0,
     ...                     rtt_min_ms=10.45, receive_window_bytes=37_760, send_buffer_bytes=16_384)
     >>> window_filled(run, 0.9, 1.03)     # 38.0 kB in flight: the receiver's window, not the others
     ('receive window', 37760)
+    >>> doubled = ThroughputObs(0.0, True, None, 23.5e6, 0, 90.2, 3_000_000, 1448, 10.0, 1, False, 0.0, 0.01, 0,
+    ...                         rtt_min_ms=90.0, send_buffer_bytes=524_288)   # iperf3 -w 256K: 265 kB a round trip
+    >>> window_filled(doubled, 0.9, 1.03)
+    ('send buffer', 524288)
     """
     moved = bytes_in_flight(run)
     if moved is None:
         return None
     at_mean, at_lowest = moved
-    for name, window in (("congestion window", run.window_bytes), ("receive window", run.receive_window_bytes),
-                         ("send buffer", run.send_buffer_bytes)):
-        if window and fill_min * window <= at_mean and at_lowest <= fill_max * window:
+    for name, window, least in (("congestion window", run.window_bytes, 1.0),
+                                ("receive window", run.receive_window_bytes, 1.0),
+                                ("send buffer", run.send_buffer_bytes, SNDBUF_PAYLOAD_SHARE)):
+        if window and fill_min * least * window <= at_mean and at_lowest <= fill_max * window:
             return name, window
     return None
 

@@ -14,6 +14,7 @@ import json
 import pickle
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from pathwatch.contract.records import Throughput
@@ -135,3 +136,29 @@ def test_iperf3_says_which_windows_held_the_flow():
     assert parse_one(reverse, source="a", destination="b")[0].send_buffer_bytes is None   # the client received
     single = json.loads((FIXTURES / "iperf3" / "iperf3.12_tcp_single_loopback.json").read_text())
     assert parse_one(single, source="a", destination="b")[0].receive_window_bytes > 0
+
+
+def test_a_send_buffer_that_linux_doubled_is_read_as_the_window_that_holds_the_flow():
+    """iperf3 3.9 with ``-w 256K`` on a 10 Gb/s, 90 ms path: Linux reports ``sndbuf_actual``
+    524288 (it doubles SO_SNDBUF) and the flow moves ~256 KiB a round trip, flat, without
+    retransmits, every 6 hours from its first run: window_limited with no "before", naming the
+    send buffer; the same runs moving 3 times as much (free of the buffer) are nothing."""
+    from dataclasses import replace
+
+    from pathwatch.models.engine import replay_observations
+    from tests.detector_series import T0, run
+
+    rng = np.random.default_rng(5)
+
+    def runs(moved: float):
+        out = []
+        for i in range(8):
+            bps = moved * 8 / 0.0902 * (1 + rng.normal(0, 0.01))
+            out.append(replace(run(T0 + i * 6 * 3600.0, bps, rtt_ms=90.2, cv=0.01), rtt_min_ms=90.0, window_bytes=4_000_000,
+                               send_buffer_bytes=524_288, mss_bytes=1448))
+        return out
+
+    found = replay_observations("a", "b", runs(262_144), config=LEVELS)
+    assert [a.kind for a in found] == ["window_limited"] and found[0].evidence["window"] == "send buffer"
+    assert found[0].start == T0
+    assert replay_observations("a", "b", runs(3 * 262_144), config=LEVELS) == []
