@@ -33,6 +33,8 @@ class Replay:
     observed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     paths: int = 0
+    # Every candidate a named veto held back or dismissed (``PathMonitor.take_vetoed``), when asked for.
+    vetoed: list[dict[str, Any]] = field(default_factory=list)
 
 
 def observation_key(record: dict[str, Any], obs: Observation) -> tuple[float, int, str]:
@@ -67,12 +69,16 @@ def group_observations(records: Iterable[dict[str, Any]], skipped: dict[str, int
     return by_path
 
 
-def run_path(monitor: PathMonitor, observations: Iterable[Observation], end: float | None) -> dict[str, Anomaly]:
-    """Feed time-ordered observations to ``monitor``, advance it to ``end``; the last state of each anomaly id."""
+def run_path(monitor: PathMonitor, observations: Iterable[Observation], end: float | None,
+             vetoed: list[dict[str, Any]] | None = None) -> dict[str, Anomaly]:
+    """Feed time-ordered observations to ``monitor``, advance it to ``end``; the last state of each
+    anomaly id. With a ``vetoed`` list, every vetoed candidate is added to it."""
     latest: dict[str, Anomaly] = {}
     for obs in observations:
         for anomaly in monitor.observe(obs):
             latest[anomaly.id] = anomaly
+        if vetoed is not None:
+            vetoed.extend(monitor.take_vetoed())
     if end is not None:
         for anomaly in monitor.advance(end):
             latest[anomaly.id] = anomaly
@@ -85,8 +91,10 @@ def replay(
     *,
     until: float | None = None,
     progress: Callable[[int], None] | None = None,
+    keep_vetoed: bool = False,
 ) -> Replay:
-    """Run the detectors over canonical records (dicts); ``until`` defaults to the latest record time."""
+    """Run the detectors over canonical records (dicts); ``until`` defaults to the latest record
+    time. ``keep_vetoed``: also keep every candidate a named veto held back (``Replay.vetoed``)."""
     result = Replay()
     config = config or DetectorConfig()
     counted = _Counting(records)
@@ -95,7 +103,8 @@ def replay(
     end = until if until is not None else max((rows[-1][0] for rows in by_path.values()), default=0.0)
     latest: dict[str, Anomaly] = {}
     for (source, destination), rows in by_path.items():
-        latest.update(run_path(PathMonitor(source, destination, config), (row[3] for row in rows), end))
+        latest.update(run_path(PathMonitor(source, destination, config), (row[3] for row in rows), end,
+                               result.vetoed if keep_vetoed else None))
         result.observed += len(rows)
         if progress is not None:
             progress(len(rows))

@@ -112,5 +112,15 @@ class PathMonitor:
         why a change did not alarm."""
         return sorted((v for d in self.detectors for v in getattr(d, "vetoed", ())), key=lambda v: v["at"])
 
+    def take_vetoed(self) -> list[dict[str, Any]]:
+        """:meth:`vetoed`, each with the path's ``source`` and ``destination``, and forget them (a
+        replay that keeps every veto takes them after each observation)."""
+        out = [{"source": self.source, "destination": self.destination, **v} for v in self.vetoed()]
+        for detector in self.detectors:
+            kept = getattr(detector, "vetoed", None)
+            if kept:
+                kept.clear()
+        return out
+
     def open_anomalies(self) -> list[Anomaly]:
         return [a for d in self.detectors for a in d.episodes.values()]

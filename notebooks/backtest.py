@@ -87,6 +87,25 @@ def sweep(data: LabelledSet, detector: str, parameter: str, values: Sequence[Any
     return pd.DataFrame(rows)
 
 
+def vetoed_table(records: Sequence[dict[str, Any]], overrides: dict[str, dict[str, Any]] | None = None, *,
+                 source: str | None = None, destination: str | None = None) -> pd.DataFrame:
+    """Why did this not alarm? Every candidate change a named veto held back or dismissed when
+    ``records`` (canonical record dicts) are replayed with ``overrides``, one row each (path, kind,
+    veto, verdict, start and decision time as UTC timestamps, baseline, level, threshold), oldest
+    first; only the path ``source`` > ``destination`` when given."""
+    import pandas as pd
+
+    from pathwatch.models.engine import replay
+
+    rows = [v for v in replay(records, detector_config(overrides), keep_vetoed=True).vetoed
+            if (source is None or v["source"] == source) and (destination is None or v["destination"] == destination)]
+    table = pd.DataFrame(rows, columns=["source", "destination", "kind", "veto", "verdict", "start", "at",
+                                        "baseline_ms", "level_ms", "threshold_ms"])
+    for column in ("start", "at"):
+        table[column] = pd.to_datetime(table[column], unit="s", utc=True)
+    return table.sort_values("at", kind="stable").reset_index(drop=True)
+
+
 def label_table(data: LabelledSet) -> pd.DataFrame:
     """The injected pathologies (labels) as a table."""
     import pandas as pd

@@ -285,6 +285,7 @@ def detect(
     format: Annotated[Optional[str], typer.Option("--format", "-f", help="Format of bare (unwrapped) inputs, instead of detecting it.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="Detector configuration file (YAML or JSON): enabled detectors and parameters.")] = None,
     until: Annotated[Optional[str], typer.Option(help="RFC 3339 end of the data for silence checks (default: the latest record's time).")] = None,
+    vetoed: Annotated[Optional[Path], typer.Option(help="Also write every candidate change a named veto held back or dismissed (JSON Lines: path, veto, verdict, start, at, baseline, level): why something did not alarm.")] = None,
 ) -> None:
     """Run every detector over the inputs in event-time order per path and write the anomalies.
 
@@ -293,7 +294,7 @@ def detect(
     """
     from pathwatch.detect import run_detect
 
-    raise typer.Exit(run_detect(inputs, out, format=format, config=config, until=until, console=_err()))
+    raise typer.Exit(run_detect(inputs, out, format=format, config=config, until=until, console=_err(), vetoed=vetoed))
 
 
 @app.command()

@@ -44,9 +44,9 @@ def parsed_records(inputs: list[str], fmt: str | None, rejected: Counter, consol
 
 
 def run_detect(inputs: list[str], out: Path, *, format: str | None, config: Path | None, until: str | None,
-               console: Console) -> int:
+               console: Console, vetoed: Path | None = None) -> int:
     """The ``detect`` command; returns its exit status."""
-    from pathwatch.contract.timefmt import parse_rfc3339
+    from pathwatch.contract.timefmt import from_epoch, parse_rfc3339
     from pathwatch.ingest import registry
     from pathwatch.models.config import DetectorConfig
     from pathwatch.models.engine import replay
@@ -65,11 +65,17 @@ def run_detect(inputs: list[str], out: Path, *, format: str | None, config: Path
         console.print(f"--until: not an RFC 3339 time with zone: {error}", markup=False)
         return EXIT_REJECTED
     rejected: Counter = Counter()
-    result = replay(parsed_records(inputs, format, rejected, console), detector_config, until=until_s)
+    result = replay(parsed_records(inputs, format, rejected, console), detector_config, until=until_s,
+                    keep_vetoed=vetoed is not None)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as handle:
         for anomaly in result.anomalies:
             handle.write(orjson.dumps(anomaly.to_dict()) + b"\n")
+    if vetoed is not None:
+        vetoed.parent.mkdir(parents=True, exist_ok=True)
+        with vetoed.open("wb") as handle:
+            for row in result.vetoed:
+                handle.write(orjson.dumps({**row, "start": from_epoch(row["start"]), "at": from_epoch(row["at"])}) + b"\n")
     _summary(console, result, rejected, out)
     return EXIT_REJECTED if rejected else EXIT_OK
 

@@ -283,3 +283,22 @@ def test_pathwatch_notebook_serves_jupyterlab_behind_its_token(tmp_path):
     finally:
         os.killpg(process.pid, 15)
         process.wait(timeout=30)
+
+
+def test_the_vetoed_table_says_why_a_change_did_not_alarm():
+    """An RTT that creeps 10 ms up within an hour (a queue filling, no step) raises nothing; the
+    table names the veto that held it, for that path only, with times as UTC timestamps."""
+    base = 1_767_571_200.0
+    records = []
+    for i in range(180):
+        t = base + i * 240.0
+        hours = i * 240.0 / 3600
+        value = 50.0 + min(10.0, max(0.0, 10.0 * (hours - 4))) + (i % 3) * 0.1
+        for dst in ("anchor", "other"):
+            records.append({"kind": "latency", "id": f"{dst}-{i}", "source": "probe", "destination": dst,
+                            "time": datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z"),
+                            "one_way": False, "packets_sent": 3, "packets_lost": 0, "delay_min_ms": value})
+    table = backtest.vetoed_table(records, source="probe", destination="anchor")
+    assert table["veto"].tolist() == ["crept"] and table["verdict"].tolist() == ["hold"]
+    assert set(table["destination"]) == {"anchor"} and str(table["start"].dt.tz) == "UTC"
+    assert table.loc[0, "level_ms"] > table.loc[0, "baseline_ms"]
