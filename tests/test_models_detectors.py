@@ -873,3 +873,29 @@ def test_one_in_six_runs_dipping_to_a_share_of_the_rate_is_not_a_lag_member_but_
         found += "rising_loss" in kinds(detect(runs(lambda: rng.uniform(0.01, 0.05))))
     assert fired == []
     assert found >= 8, f"{found} of 10"
+
+
+def test_one_test_type_missing_while_the_others_arrive_is_silence_only_after_alone_s():
+    """Latency every 10 minutes and tracepath every 30: two hours without traces while the latency
+    tests go on is a skipped or failing test, not a silent path; eight hours is no_data naming
+    tracepath from when its result was due, closed by the next trace; all stopping is silence at once."""
+    from pathwatch.models.config import DetectorConfig
+
+    def path(trace_gap: tuple[float, float], all_gap: tuple[float, float] | None = None):
+        obs = []
+        for t in latency_times(3):
+            if all_gap and all_gap[0] <= t < all_gap[1]:
+                continue
+            obs.append(latency(t, 20.0))
+            if (t - T0) % 1800 == 0 and not trace_gap[0] <= t < trace_gap[1]:
+                obs.append(trace(t + 60, ["10.0.0.1", "10.0.0.2"], tool="tracepath"))
+        return sorted(obs, key=lambda o: o.t)
+
+    only = DetectorConfig(enabled=("silence",))
+    short = path((T0 + DAY, T0 + DAY + 2 * HOUR))
+    assert replay_observations("a", "b", short, config=only) == []
+    long = replay_observations("a", "b", path((T0 + DAY, T0 + DAY + 8 * HOUR)), config=only)
+    assert [(a.kind, a.evidence["silent_types"]) for a in long] == [("no_data", ["tracepath"])]
+    assert long[0].start == pytest.approx(T0 + DAY + 60, abs=1) and long[0].end == T0 + DAY + 8 * HOUR + 60
+    dark = replay_observations("a", "b", path((0, 0), (T0 + DAY, T0 + DAY + 2 * HOUR)), config=only)
+    assert [a.kind for a in dark] == ["no_data"] and dark[0].detected_at - T0 - DAY < HOUR

@@ -6,7 +6,9 @@ keeps its recent inter-arrival gaps; its cadence is their median. When
 nothing of a type arrives for ``misses`` cadences (and at least ``min_slack_s`` past one
 cadence, and longer than any gap the schedule itself left among the recent ones), an event-time
 deadline fires and the path opens ``no_data`` from the moment the next result was due. The next
-arrival of every overdue type closes it.
+arrival of every overdue type closes it. A type missing while the path's other types still arrive
+(after its next result was due) is a test skipped or failing, not a silent path: it counts only
+once it has been missing ``alone_s``.
 
 A schedule with slip (pSConfig's ``slip`` with ``sliprand``) spreads its gaps from
 ``repeat - slip`` to ``repeat + slip``: with a slip of half the repeat, the longest is three times
@@ -37,6 +39,8 @@ class SilenceParams(Params):
     history: int = 12            # gaps kept per measurement type
     max_cadence_s: float = 86400.0  # results rarer than this have no cadence to miss
     slip_cadences: float = 6.0   # a gap left among the recent ones is the schedule's, up to this many cadences
+    alone_s: float = 6 * 3600.0  # one type overdue while the path's other types still arrive: silent only this
+                                 # long after its last result (a test skipped or failing, not the path)
 
 
 _UNKNOWN = object()     # a cadence's wait not worked out since its gaps last moved
@@ -106,6 +110,8 @@ class SilenceDetector(Detector):
         # the earliest of them; an observation changes only its own type's.
         self.dues: dict[str, float | None] = {}
         self._deadline: float | None = None
+        # Types found overdue alone (the path's other types arriving since): overdue from this time.
+        self.alone: dict[str, float] = {}
 
 
     def _due(self, kind: str) -> float | None:
@@ -113,8 +119,17 @@ class SilenceDetector(Detector):
         cadence = self.cadences[kind]
         if cadence.last is None or kind in self.overdue:
             return None
+        if kind in self.alone:
+            return self.alone[kind]
         wait = cadence.kept_wait(self.p)
         return None if wait is None else cadence.last + wait
+
+    def _others_arrive(self, kind: str) -> bool:
+        """Whether another type of the path arrived after ``kind``'s next result was due: the path
+        answers and its collector runs; only this test is missing."""
+        cadence = self.cadences[kind]
+        expected = cadence.last + (cadence.period(self.p.min_gaps) or 0.0)
+        return any(other != kind and c.last is not None and c.last > expected for other, c in self.cadences.items())
 
     def _settle(self, kinds) -> None:
         """Recompute the due times of ``kinds``, then the deadline (their minimum, as ``min`` takes it)."""
@@ -127,7 +142,16 @@ class SilenceDetector(Detector):
         return self._deadline
 
     def on_time(self, now: float) -> list[Anomaly]:
-        newly = [kind for kind in self.cadences if (due := self._due(kind)) is not None and due <= now]
+        newly = []
+        for kind in self.cadences:
+            due = self._due(kind)
+            if due is None or due > now:
+                continue
+            alone_until = self.cadences[kind].last + self.p.alone_s
+            if kind not in self.alone and now < alone_until and self._others_arrive(kind):
+                self.alone[kind] = alone_until      # (a test skipped or failing: not silence yet)
+                continue
+            newly.append(kind)
         self.overdue.update(newly)
         self._settle(self.cadences)
         if not newly or self.is_open("no_data"):
@@ -164,6 +188,7 @@ class SilenceDetector(Detector):
         out: list[Anomaly] = []
         last = cadence.last
         overdue = self.overdue
+        self.alone.pop(kind, None)
         if kind in overdue:
             overdue.discard(kind)
             if not overdue:
