@@ -3,23 +3,26 @@
 The signature. Propagation delay is the floor under every packet: a longer fibre, a new path
 through other routers or a clock stepped moves the *minimum* delay of every sample at once and it
 stays there; a queue adds to some packets and drains. So the detector follows the minimum delay
-(RTT or one-way) against a robust baseline (median and MAD of recent normal samples) and names
-a shift when samples sit beyond it — by more than the larger of ``abs_ms``, ``rel`` × the
-baseline (for a round trip ``rtt_abs_ms``, ``rtt_rel``), ``k_mad`` robust SDs and, one-way, the
-clocks' error bound — for ``runs`` samples
-over ``span_s`` (a level held, not an outlier), having *stepped* there: at least
-``jump_share`` of the change between one sample and the one before it.
+(RTT or one-way) against a robust baseline (median and MAD of recent normal samples). A change's
+*significance* is the larger of ``abs_ms`` and ``rel`` × the baseline (for a round trip
+``rtt_abs_ms``, ``rtt_rel``), ``k_mad`` robust SDs and, one-way, the clocks' error bound. Samples
+beyond the noise or ``sample_share`` of the significance count toward a change; a shift is named
+when they hold a level for ``runs`` samples over ``span_s`` (not an outlier), the level reaches
+the significance, and the change *stepped* there: at least ``jump_share`` of it between one
+sample and the one before it.
 
 Episodes mean what a user means by "the delay changed":
 
 - A shift opens at the sample where the step happened (not where it was confirmed), at the
   level the pending samples hold (their median).
 - A single outlier never closes it. While open, the samples that leave the episode's level
-  (by more than the threshold) are a candidate move; one back at the level clears them. A move
-  held for ``runs`` samples over ``span_s``, having stepped (or held ``creep_s`` as a level), is
-  one of three things: back inside the baseline band — the shift **returned** (closed where the
-  return began); across the baseline to the other side — a **new shift** the other way; or at
-  another level on the same side — a **further step**. The last two close the episode where the
+  (beyond the samples' threshold, or nearer the baseline than the level) are a candidate move;
+  one back at the level clears them. A move held for ``runs`` samples over ``span_s``, having
+  stepped (or held ``creep_s`` as a level), is one of three things: back within the significance
+  of the baseline — the shift **returned** (closed where the return began); across the baseline
+  to the other side — a **new shift** the other way; or at another level on the same side, a
+  significance away from the last — a **further step** (a smaller move moves the episode's level
+  quietly). The last two close the episode where the
   move began and open the next change there, its evidence ``follows`` the previous one's id (the
   incident grouper joins them: one problem, each change reported).
 - A shift that lasts ``settle_s`` (outside a saturated path's busy hours) is the new normal:
@@ -36,6 +39,8 @@ alarm; a shift that a veto held before it opened names it in its evidence (``hel
 =================  =======  ==================================================================
 veto               verdict  why (the physical signature it reads)
 =================  =======  ==================================================================
+too_small          dismiss  the level held is within the significance of the baseline: a real
+                            but small change (or noise); the baseline follows it
 daily_pattern      hold     the same hours rose on one of ``daily_days`` previous days and came
                             back within the day (or the path's diurnal saturation's busy hours,
                             from its context): a load follows the clock; a level shift stays
@@ -92,14 +97,14 @@ class LatencyParams(Params):
         ... and smaller than this share of the baseline.
     rtt_abs_ms : float, default 5.0
         Round-trip shifts (ping, RIPE Atlas) smaller than this are ignored ...
-    sample_share : float, default 0.5
-        A sample counts toward a change beyond this share of the significance (or the noise, ``k_mad``):
-        the samples of a level near the significance fall on both sides of it; the level itself must
-        reach the significance (veto ``too_small``).
     rtt_rel : float, default 0.10
         ... and smaller than this share of the baseline: the significance operators set for an RTT
         (a round trip crosses the far host's ICMP handling and both directions' own variation; a
         few-packet ping's minimum moves by milliseconds and percents with the path unchanged).
+    sample_share : float, default 0.5
+        A sample counts toward a change beyond this share of the significance (or the noise, ``k_mad``):
+        the samples of a level near the significance fall on both sides of it; the level itself must
+        reach the significance (veto ``too_small``).
     runs : int, default 3
         Samples beyond the threshold needed to call a level held (opening, returning, stepping on) ...
     span_s : float, default 1800
