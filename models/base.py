@@ -82,6 +82,15 @@ class Detector:
         current = self.episodes.pop(kind, None)
         return [] if current is None else [current.closed(end, evidence)]
 
+    def open_episodes(self) -> list[Anomaly]:
+        """The anomalies this detector holds open."""
+        return list(self.episodes.values())
+
+    def retire(self, end: float | None, why: str) -> list[Anomaly]:
+        """Close every open anomaly at ``end`` (at its detection when None), saying ``why``."""
+        return [closed for kind, open_ in list(self.episodes.items())
+                for closed in self.close(kind, end if end is not None else open_.detected_at, {"ended": why})]
+
 
 def severity_for(value: float, warning: float, major: float, critical: float) -> str:
     """Map a magnitude onto the severity ladder by three ascending thresholds.

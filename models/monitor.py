@@ -102,9 +102,7 @@ class PathMonitor:
 
     def retire(self, why: str = "the detectors were rebuilt: their version or configuration changed") -> list[Anomaly]:
         """Close every open anomaly at the last observation's time (this monitor is being replaced)."""
-        end = self.last_t
-        return [closed for d in self.detectors for kind in list(d.episodes)
-                for closed in d.close(kind, end if end is not None else d.episodes[kind].detected_at, {"ended": why})]
+        return [closed for d in self.detectors for closed in d.retire(self.last_t, why)]
 
     def vetoed(self) -> list[dict[str, Any]]:
         """The candidates the path's detectors held back or dismissed lately, and by which named
@@ -123,4 +121,4 @@ class PathMonitor:
         return out
 
     def open_anomalies(self) -> list[Anomaly]:
-        return [a for d in self.detectors for a in d.episodes.values()]
+        return [a for d in self.detectors for a in d.open_episodes()]

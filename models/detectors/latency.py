@@ -3,7 +3,8 @@
 The signature. Propagation delay is the floor under every packet: a longer fibre, a new path
 through other routers or a clock stepped moves the *minimum* delay of every sample at once and it
 stays there; a queue adds to some packets and drains. So the detector follows the minimum delay
-(RTT or one-way) against a robust baseline (median and MAD of recent normal samples). A change's
+against a robust baseline (median and MAD of recent normal samples), a path's one-way delay and
+its round trip apart (:class:`DelaySeries` each). A change's
 *significance* is the larger of ``abs_ms`` and ``rel`` × the baseline (for a round trip
 ``rtt_abs_ms``, ``rtt_rel``), ``k_mad`` robust SDs and, one-way, the clocks' error bound. Samples
 beyond the noise or ``sample_share`` of the significance count toward a change; a shift is named
@@ -165,12 +166,41 @@ class LatencyParams(Params):
 
 
 class LatencyDetector(Detector):
+    """``latency_shift`` on each of a path's delay series apart: its one-way delay (owamp) and its
+    round trip (ping, RIPE Atlas). A perfSONAR host pair often runs both, and the two levels are
+    different numbers: each series has its own :class:`DelaySeries` (baseline, episodes, vetoes)."""
+
     name = "latency"
     kinds = ("latency_shift",)
     reads = (LatencyObs,)
     Params = LatencyParams
 
     def __init__(self, source, destination, params=None, context=None):
+        super().__init__(source, destination, params, context)
+        self.vetoed: deque[dict] = deque(maxlen=self.p.vetoes_kept)
+        self.series = {one_way: DelaySeries(source, destination, self.p, self.context, self.vetoed)
+                       for one_way in (True, False)}
+
+    def observe(self, obs: LatencyObs) -> list[Anomaly]:
+        return self.series[obs.one_way].observe(obs)
+
+    def open_episodes(self) -> list[Anomaly]:
+        return [a for part in self.series.values() for a in part.open_episodes()]
+
+    def retire(self, end: float | None, why: str) -> list[Anomaly]:
+        return [a for part in self.series.values() for a in part.retire(end, why)]
+
+
+class DelaySeries(Detector):
+    """One delay series of a path (one-way or round trip): its baseline, its shifts and the vetoes
+    that held candidates back (kept in the ``vetoed`` it is given, the path's latency detector's)."""
+
+    name = "latency"
+    kinds = ("latency_shift",)
+    reads = (LatencyObs,)
+    Params = LatencyParams
+
+    def __init__(self, source, destination, params=None, context=None, vetoed: deque | None = None):
         super().__init__(source, destination, params, context)
         p = self.p
         self.delay = LevelTracker(p.baseline)   # the baseline, and the samples pending beyond it
@@ -188,7 +218,7 @@ class LatencyDetector(Detector):
         self.level: float | None = None
         self.moving: list[tuple[float, float]] = []
         self.moving_from: float | None = None
-        self.vetoed: deque[dict] = deque(maxlen=p.vetoes_kept)
+        self.vetoed: deque[dict] = vetoed if vetoed is not None else deque(maxlen=p.vetoes_kept)
 
     def observe(self, obs: LatencyObs) -> list[Anomaly]:
         value = obs.delay_min_ms
