@@ -49,6 +49,28 @@ class ContextParams(Params):
         The path's last runs that were not a black hole's kept as the usual ones.
     min_usual_runs : int, default 3
         With fewer usual runs known, the stall alone decides.
+    window_fill_min : float, default 0.9
+        A run moves one of the windows iperf3 reports when rate × mean RTT is at least this share of
+        it (``tcp.window_filled``; of half of it for Linux's doubled send buffer) ...
+    window_fill_max : float, default 1.03
+        ... and rate × lowest RTT at most this share (a window-bound flow cannot move more).
+    window_retrans_max : int, default 0
+        A run retransmitting at most this much is not paced by loss ...
+    window_loss_share : float, default 0.05
+        ... nor one retransmitting under this share of the loss that would hold a loss-based TCP
+        to its rate (Mathis et al.): the window held it (``tcp.window_held``; the level and diurnal
+        detectors read it).
+    tester_share : float, default 0.9
+        A run at this share of the rate its test asked for was paced by its tester: its evenness is
+        not kept as the path's usual.
+    host_cv_factor : float, default 3.0
+        A run whose per-second rates spread this many times the path's usual runs' ...
+    host_cv_min : float, default 0.01
+        ... (and at least this interval CV) ...
+    host_retrans_quantile : float, default 0.75
+        ... retransmitting no more than this quantile of the path's usual runs was paced by its own
+        host (``pace.HostPace``: a host short of CPU moves its bytes in uneven gulps and loses
+        nothing); the level and diurnal detectors count it neither way.
     clock_error_max_ms : float, default 50.0
         A latency sample whose clocks' error bound (owamp's max-clock-error) is larger, or whose
         clocks say they are unsynchronised, says nothing of the path's delay: the route and
@@ -60,6 +82,14 @@ class ContextParams(Params):
     crawl_fraction: float = 0.05
     usual_runs: int = 10
     min_usual_runs: int = 3
+    window_fill_min: float = 0.9
+    window_fill_max: float = 1.03
+    window_retrans_max: int = 0
+    window_loss_share: float = 0.05
+    tester_share: float = 0.9
+    host_cv_factor: float = 3.0
+    host_cv_min: float = 0.01
+    host_retrans_quantile: float = 0.75
     clock_error_max_ms: float = 50.0
 
 

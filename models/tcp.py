@@ -97,7 +97,7 @@ def window_held(run: ThroughputObs, p) -> tuple[str, int] | None:
     """The window that held ``run`` (as :func:`window_filled` gives it): one it reports kept in flight
     every round trip while it retransmitted too little for loss to pace it (:func:`loss_cannot_pace`);
     None otherwise. ``p`` holds ``window_fill_min``/``window_fill_max`` and ``window_retrans_max``/
-    ``window_loss_share`` (the levels and diurnal detectors' parameters).
+    ``window_loss_share`` (the path context's parameters, :class:`~pathwatch.models.context.ContextParams`).
 
     >>> from types import SimpleNamespace
     >>> p = SimpleNamespace(window_fill_min=0.9, window_fill_max=1.03, window_retrans_max=0, window_loss_share=0.05)

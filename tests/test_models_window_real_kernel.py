@@ -19,7 +19,6 @@ import pytest
 
 from pathwatch.contract.records import Throughput
 from pathwatch.models.config import DetectorConfig
-from pathwatch.models.detectors.levels import LevelParams
 from pathwatch.models.tcp import loss_cannot_pace
 from pathwatch.models.engine import replay, replay_observations
 from pathwatch.models.observe import epoch, observe
@@ -69,7 +68,9 @@ def test_a_host_whose_buffers_shrink_is_window_limited_on_every_path_it_sends_or
 def test_the_same_runs_losing_as_a_loss_limited_flow_would_are_a_drop_not_a_window(records):
     """Give each capped run half the retransmits a loss-based TCP needs to be held to its rate
     (Mathis): loss can pace them, so no window limit is named."""
-    p = LevelParams()
+    from pathwatch.models.context import ContextParams
+
+    p = ContextParams()
     observations: dict[tuple[str, str], list] = {}
     for record in records:
         obs = observe(record)

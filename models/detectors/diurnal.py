@@ -81,17 +81,8 @@ class DiurnalParams(Params):
     quiet_days: int = 2
     queue_rise_ms: float = 1.5     # judged on queueing: busy-hour queueing rise ...
     queue_factor: float = 3.0      # ... and ratio to the rest of the day
-    host_cv_factor: float = 3.0    # runs their own host paced (pathwatch.models.pace: per-second rates spread
-    host_cv_min: float = 0.01      # this many times the path's usual runs', at least this CV, and no more
-    host_retrans_quantile: float = 0.75   # retransmits than this quantile of the usual runs') are left out
-    host_runs: int = 24            # usual runs kept for that ...
+    host_runs: int = 24            # usual runs kept to tell runs their own host paced (the context's host_*) ...
     host_min_runs: int = 6         # ... and needed before judging
-    tester_share: float = 0.9      # a run at this share of the rate its test asked for was paced by its tester
-    window_fill_min: float = 0.9   # a run that keeps a window iperf3 reports in flight (this share of it at
-    window_fill_max: float = 1.03  # its mean RTT, at most this at its lowest; levels' test of a window limit) ...
-    window_retrans_max: int = 0    # ... retransmitting at most this much, or ...
-    window_loss_share: float = 0.05   # ... under this share of the loss that would pace a loss-based TCP, is
-                                   # counted at the rate its window moves at the path's lowest RTT of runs (tcp.window_held)
 
 
 WIDTHS = (3, 4, 5, 6, 8)
@@ -307,9 +298,10 @@ class DiurnalDetector(Detector):
     def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
         if obs.ok and not obs.udp and obs.bps and not self.context.stalls.black_hole(obs):
-            if not self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.host_min_runs):
+            c = self.context.p
+            if not self.pace.paced(obs, c.host_cv_factor, c.host_cv_min, c.host_retrans_quantile, p.host_min_runs):
                 self.runs.append((obs.t, self._share(obs)))
-                self.pace.add(obs, p.tester_share)
+                self.pace.add(obs, c.tester_share)
         return self._advance(obs.t)
 
     def _share(self, run: ThroughputObs) -> float:
@@ -331,7 +323,7 @@ class DiurnalDetector(Detector):
         """
         if run.rtt_ms:
             self.rtt_low = min(self.rtt_low, run.rtt_min_ms or run.rtt_ms)
-        if window_held(run, self.p):
+        if window_held(run, self.context.p):
             return bytes_in_flight(run)[0] * 8000.0 / self.rtt_low
         return run.bps
 

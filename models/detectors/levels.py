@@ -87,20 +87,12 @@ class LevelParams(Params):
     level_share: float = 5 / 6       # ... and this share of tput_drop_frac (25 % at its default)
     window_cv_max: float = 0.06      # window-limited runs are this flat (interval rate CV; after a drop, their median) ...
     window_spread_max: float = 0.075  # ... and their implied window this steady across runs (1.4826 MAD / median)
-    window_retrans_max: int = 0      # ... and retransmit at most this much, or ...
-    window_loss_share: float = 0.05  # ... under this share of the loss that would hold a loss-based TCP to their rate
-    window_fill_min: float = 0.9     # from its first runs: rate x mean RTT this share of a window iperf3 reports ...
-    window_fill_max: float = 1.03    # ... and rate x lowest RTT no more than this (a window-limited flow cannot move more)
     window_same_max: float = 0.05    # ... the same window, run after run, within this share ...
     window_runs: int = 4             # ... over this many consecutive runs, too clean for loss to pace them
     daily_return_s: float = 22 * 3600.0  # a change back within this long (within the day) that recurs ...
     daily_slack_s: float = 2 * 3600.0    # ... within the hours it covered a day before (give or take this) ...
     daily_days: int = 2                  # ... on one of this many previous days is a daily pattern
     daily_factor: float = 2.0            # ... when no more than this many times that change's size
-    tester_share: float = 0.9        # a run at this share of the rate its test asked for was paced by its tester
-    host_cv_factor: float = 3.0      # a run whose per-second rates spread this many times the path's usual ...
-    host_cv_min: float = 0.01        # ... (and at least this interval CV) ...
-    host_retrans_quantile: float = 0.75  # ... retransmitting no more than this quantile of the path's normal runs is host-paced
     host_tail_recent_s: float = 1800.0   # or: a run whose path's latest latency test (this long before it at most) ...
     host_tail_factor: float = 3.0        # ... hold a delay tail (p95 − min) this many times the usual ...
     host_tail_min_ms: float = 0.5        # ... and this much above it ...
@@ -176,7 +168,8 @@ class LevelDetector(Detector):
         """Whether the run's own host, not the network, set its pace (:mod:`pathwatch.models.pace`,
         against the path's normal runs): such a run says nothing about the path's capacity."""
         p = self.p
-        if self.pace.paced(obs, p.host_cv_factor, p.host_cv_min, p.host_retrans_quantile, p.min_baseline):
+        c = self.context.p
+        if self.pace.paced(obs, c.host_cv_factor, c.host_cv_min, c.host_retrans_quantile, p.min_baseline):
             return True
         return self.tails.loaded(obs.t, p.host_tail_recent_s, p.host_tail_factor, p.host_tail_min_ms,
                                  p.host_median_slack_ms, p.host_loss_alpha)
@@ -194,7 +187,7 @@ class LevelDetector(Detector):
         p, streak, held = self.p, self.window_streak, self.window_held
         if held is not None:
             moved = bytes_in_flight(obs)
-            if moved is not None and moved[1] > p.window_fill_max * held[0]:
+            if moved is not None and moved[1] > self.context.p.window_fill_max * held[0]:
                 self.window_held = held = (held[0], held[1] + 1)
                 if held[1] >= 2:
                     self.window_held = None
@@ -203,7 +196,7 @@ class LevelDetector(Detector):
             elif held[1]:
                 self.window_held = (held[0], 0)
             return []
-        filled = window_held(obs, p)
+        filled = window_held(obs, self.context.p)
         first = self._filled(streak[0]) if streak else None
         if filled is None or (streak and (first is None or first[0] != filled[0]
                                           or abs(filled[1] - first[1]) > p.window_same_max * first[1])):
@@ -243,7 +236,7 @@ class LevelDetector(Detector):
 
     def _filled(self, run: ThroughputObs) -> tuple[str, int] | None:
         """The window ``run`` filled (:func:`window_filled`), for a run already in the streak."""
-        return window_filled(run, self.p.window_fill_min, self.p.window_fill_max)
+        return window_filled(run, self.context.p.window_fill_min, self.context.p.window_fill_max)
 
     def _against_baseline(self, obs: ThroughputObs) -> list[Anomaly]:
         """throughput_drop (or window_limited) against the path's own baseline."""
@@ -429,7 +422,7 @@ class LevelDetector(Detector):
         self.tput.add(run.bps)
         self._loss_at_normal(run.t)
         self.normal_runs.append((run.retransmits or 0, run.rtt_ms))
-        self.pace.add(run, self.p.tester_share)
+        self.pace.add(run, self.context.p.tester_share)
 
     def _likely_cause(self, runs: list[ThroughputObs], base: float) -> dict:
         """The run-cause classifier's verdict on the low runs, and the rules', as evidence."""
@@ -467,7 +460,7 @@ class LevelDetector(Detector):
         p = self.p
         windows, rtts, cvs = [], [], []
         for run in runs:
-            if run.rtt_ms is None or not loss_cannot_pace(run, p.window_retrans_max, p.window_loss_share):
+            if run.rtt_ms is None or not loss_cannot_pace(run, self.context.p.window_retrans_max, self.context.p.window_loss_share):
                 return None
             windows.append(run.bps * run.rtt_ms / 1000 / 8)
             rtts.append(run.rtt_ms)
