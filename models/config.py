@@ -5,7 +5,7 @@ detectors to run (all by default); ``incidents`` tunes how anomalies are grouped
 (:class:`pathwatch.models.incidents.IncidentParams`); ``context`` the facts a path's detectors
 share (:class:`pathwatch.models.context.ContextParams`)::
 
-    enabled: [route, levels, loss, diurnal, mtu, clock, silence]
+    enabled: [route, levels, latency, loss, diurnal, mtu, clock, silence]
     levels: {tput_runs: 4}
     incidents: {onset_window_s: 7200}
     context: {stall_s: 3.0}
