@@ -66,7 +66,7 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
     from pathwatch.models.config import DetectorConfig
     from pathwatch.models.monitor import PathMonitor
     from pathwatch.streaming.normalise import Origin, dead_letter, format_utc_ms
-    from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, states_to_emit
+    from pathwatch.streaming.ordering import DUPLICATE, LATE, PENDING, PathState, restore_path_state, states_to_emit
 
     class Detect(KeyedProcessFunction):
         def __init__(self, topic: str):
@@ -100,19 +100,13 @@ def _detect_function(config_path: str | None, delay_s: float, slack_s: float, sa
             return state
 
         def _restored(self, key: str, record: dict | None, saved: bytes) -> PathState:
-            """The path's saved state; its monitor rebuilt from this run's configuration when other
-            detectors (``DETECTOR_VERSION``) or another configuration made it — the old one's open
-            anomalies closed (:meth:`PathMonitor.retire`), the new one learning the path afresh."""
-            try:
-                state = pickle.loads(saved)
-            except Exception as error:   # (a layout these detectors cannot read: what it held is lost)
-                print(f"detect: path {key}: saved state unreadable ({type(error).__name__}: {error}); "
-                      "its detectors start afresh", file=sys.stderr)
-                return PathState(PathMonitor(*endpoints_of(key, record), self.config))
-            monitor = state.monitor
-            if not monitor.made_with(self.config):
-                self.retired.extend(monitor.retire())
-                state.monitor = PathMonitor(monitor.source, monitor.destination, self.config)
+            """The path's saved state (:func:`~pathwatch.streaming.ordering.restore_path_state`); the
+            anomalies a rebuilt monitor's predecessor held open are emitted closed."""
+            state, retired, unreadable = restore_path_state(saved, endpoints_of(key, record), self.config)
+            if unreadable is not None:
+                print(f"detect: path {key}: saved state unreadable ({unreadable}); its detectors start afresh",
+                      file=sys.stderr)
+            self.retired.extend(retired)
             return state
 
         def _emit_retired(self):

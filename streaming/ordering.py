@@ -43,10 +43,12 @@ first record after a test was scheduled more often (it teaches the stream its ne
 from __future__ import annotations
 
 import math
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 from pathwatch.models.anomaly import Anomaly
+from pathwatch.models.config import DetectorConfig
 from pathwatch.models.engine import observation_key
 from pathwatch.models.monitor import PathMonitor
 from pathwatch.models.observe import epoch, observe
@@ -196,6 +198,28 @@ class PathState:
         """The earliest time at which :meth:`release` has something to do (an observation or a deadline)."""
         times = [t for t in (self.earliest(), self.monitor.deadline()) if t is not None]
         return min(times) if times else None
+
+
+def restore_path_state(saved: bytes, endpoints: tuple[str | None, str | None],
+                       config: DetectorConfig) -> tuple[PathState, list[Anomaly], str | None]:
+    """A path's pickled state as the detect job restores it: (the state, the anomalies its retired
+    monitor closed, why it could not be read — None when it could).
+
+    A monitor that other detectors (``DETECTOR_VERSION``) or another configuration built is not
+    patched: its open anomalies are closed (:meth:`PathMonitor.retire`) and the path's detectors
+    are rebuilt from ``config``, the buffer and stream bookkeeping kept. A state these detectors
+    cannot read at all starts afresh on ``endpoints``.
+    """
+    try:
+        state = pickle.loads(saved)
+    except Exception as error:   # (a layout these detectors cannot read: what it held is lost)
+        return PathState(PathMonitor(*endpoints, config)), [], f"{type(error).__name__}: {error}"
+    monitor = state.monitor
+    if monitor.made_with(config):
+        return state, [], None
+    retired = monitor.retire()
+    state.monitor = PathMonitor(monitor.source, monitor.destination, config)
+    return state, retired, None
 
 
 def states_to_emit(anomalies: list[Anomaly]) -> list[Anomaly]:

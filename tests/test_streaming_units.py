@@ -328,3 +328,38 @@ def test_a_record_stamped_ahead_of_the_pipelines_clock_is_a_dead_letter_not_a_st
     assert "2.0 h ahead of the pipeline's clock" in ahead.value["reason"] and "clock is wrong" in ahead.value["reason"]
     assert [o.target for o in normalise(body(60), Origin("raw", 0, 6), now_ms, 600_000)] == [RECORD]
     assert [o.target for o in normalise(body(7200), Origin("raw", 0, 7), now_ms)] == [RECORD]  # no limit given
+
+
+def test_a_restored_monitor_made_by_other_detectors_or_config_is_rebuilt_and_its_open_anomalies_closed():
+    """What the detect job does with a path's saved state: kept as it is when these detectors
+    with this configuration made it; else rebuilt from the configuration (the buffer bookkeeping
+    kept), what the old monitor held open closed; an unreadable state starts afresh."""
+    import pickle
+
+    from pathwatch.models.config import DetectorConfig
+    from pathwatch.models.detectors.latency import LatencyParams
+    from pathwatch.streaming.ordering import restore_path_state
+
+    config = DetectorConfig()
+    state = PathState(PathMonitor("a", "z", config))
+    start = 1_767_571_200.0
+    for i in range(60):          # a one-way delay stepping up 20 ms halfway: a latency_shift held open
+        state.accept({"kind": "latency", "id": f"r{i}", "source": "a", "destination": "z", "time": from_epoch(start + 600 * i),
+                      "one_way": True, "packets_sent": 600, "packets_lost": 0,
+                      "delay_min_ms": 10.0 + (20.0 if i >= 30 else 0.0) + 0.01 * (i % 3)})
+    state.release(start + 600 * 59)
+    assert [a.kind for a in state.monitor.open_anomalies()] == ["latency_shift"]
+    saved = pickle.dumps(state)
+
+    same, retired, unreadable = restore_path_state(saved, ("a", "z"), DetectorConfig.from_mapping({}))
+    assert retired == [] and unreadable is None and same.monitor.open_anomalies()
+
+    other = DetectorConfig.from_mapping({"latency": {"runs": 4}})
+    rebuilt, retired, unreadable = restore_path_state(saved, ("a", "z"), other)
+    assert unreadable is None and rebuilt.monitor.made_with(other) and rebuilt.monitor.open_anomalies() == []
+    assert [(a.kind, a.end) for a in retired] == [("latency_shift", start + 600 * 59)]
+    assert "rebuilt" in retired[0].evidence["ended"] and rebuilt.released_until == state.released_until
+    assert rebuilt.monitor.detectors[[d.name for d in rebuilt.monitor.detectors].index("latency")].p == LatencyParams(runs=4)
+
+    fresh, retired, unreadable = restore_path_state(b"not a pickle", ("a", "z"), config)
+    assert retired == [] and "UnpicklingError" in unreadable and fresh.monitor.source == "a" and fresh.released_until is None
