@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 import traceback
@@ -28,10 +29,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.provenance import code_state  # noqa: E402  (the repository on the path first)
+
 # Held out: never tune on these (dev seeds: bench/README.md).
 LABELLED_SEEDS = [9101, 9203, 9307, 9419, 9521, 9631, 9743, 9857]
 BENIGN_SEEDS = [9901, 9913, 9929, 9941]
 ALL = "all"
+# The code that bears on the figures: its uncommitted .py files are named beside them.
+CODE = ("models", "pathwatch", "ingest", "contract", "sim", "evaluation")
 
 
 def _one(seed: int, benign_only: bool, workdir: str, hosts: int, days: int, cadences: list[str]) -> dict:
@@ -160,7 +166,7 @@ def main() -> None:
     console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 200)
     jobs = [(seed, False) for seed in args.seeds] + [(seed, True) for seed in args.benign_seeds]
     rows: dict[tuple[int, bool], dict] = {}
-    code = _commit()   # the code the workers import as they start
+    code = code_state(*CODE, suffix=".py")   # the code the workers import as they start
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         console.print(f"scoring {len(args.seeds)} labelled + {len(args.benign_seeds)} benign-only seeds, "
@@ -190,7 +196,7 @@ def main() -> None:
     summary = summarise(labelled, benign, failed)
     document = {"summary": summary, "hosts": args.hosts, "days": args.days, "cadences": args.cadence,
                 "labelled_seeds": args.seeds, "benign_only_seeds": args.benign_seeds,
-                "code": code, "code_at_end": _commit(), "seeds": labelled, "benign_only": benign, "failed": failed}
+                "code": code, "code_at_end": code_state(*CODE, suffix=".py"), "seeds": labelled, "benign_only": benign, "failed": failed}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     console.print(_table(summary, len(labelled), len(benign), args.out))
@@ -226,24 +232,6 @@ def _cell(figure: dict | None, digits: int) -> str:
     if figure is None:
         return "–"
     return f"{figure['value']:.{digits}f} s{figure['seed']}"
-
-
-def _commit() -> dict | None:
-    """The commit the bench ran on, and the code files that differed from it (uncommitted work in the tree)."""
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # (the pathspecs are its folders)
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=root).stdout
-
-    try:
-        head = git("rev-parse", "--short", "HEAD").strip()
-        dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "pathwatch", "ingest", "contract", "sim", "evaluation").splitlines()
-                 if line[3:].endswith(".py")]
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return {"head": head, "uncommitted_code": dirty}
 
 
 if __name__ == "__main__":

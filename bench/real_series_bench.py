@@ -38,7 +38,6 @@ import csv
 import gzip
 import json
 import math
-import subprocess
 import sys
 import time
 import warnings
@@ -49,6 +48,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.provenance import code_state  # noqa: E402  (the repository on the path first)
+from pathwatch.contract.timefmt import from_epoch  # noqa: E402
 SET = ROOT / "bench" / "real_series"
 DATA = SET / "data"
 LABELS = SET / "labels.json"
@@ -182,10 +184,6 @@ def aggregate(rows: dict[str, dict]) -> dict:
 
 # ---------------------------------------------------------------- methods
 
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float], list[float], list[dict], dict]:
     """The path monitor over one series: latency_shift starts, the ends of those that closed
     because the delay came back, diurnal alarms, and the episodes and other kinds seen."""
@@ -214,7 +212,7 @@ def run_pathwatch(name: str, t: np.ndarray, x: np.ndarray) -> tuple[list[float],
     for ti, xi in zip(t.tolist(), x.tolist()):
         lost = math.isnan(xi)
         take(monitor.observe_record({
-            "kind": "latency", "time": iso(ti), "one_way": False, "packets_sent": 3,
+            "kind": "latency", "time": from_epoch(ti), "one_way": False, "packets_sent": 3,
             "packets_lost": 3 if lost else 0, "delay_min_ms": None if lost else xi}))
     take(monitor.advance(float(t[-1])))
     alarms = [d for d in diurnal.values() if d["start_hour"] is not None and d["width_h"] is not None]
@@ -289,15 +287,6 @@ def run_baseline(t: np.ndarray, x: np.ndarray, hold: int) -> list[float]:
 
 
 # ---------------------------------------------------------------- the bench
-
-def git_state() -> dict:
-    """The commit the run is on and the uncommitted files that bear on detection."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.rstrip("\n")
-    dirty = [line[3:] for line in git("status", "--porcelain", "--", "models", "contract", "pathwatch",
-                                      "bench/real_series", "bench/real_series_bench.py").splitlines()]
-    return {"head": git("rev-parse", "--short", "HEAD"), "uncommitted_code": dirty}
-
 
 def f1(agg: dict) -> float:
     found, labels, unmatched = agg["found"], agg["labels"], agg["unmatched"]
@@ -377,7 +366,7 @@ def main() -> None:
     out = {
         "bench": "real_series",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "code": git_state(),
+        "code": code_state("models", "contract", "pathwatch", "bench/real_series", "bench/real_series_bench.py"),
         "settings": {
             "tolerance_s": TOL_S, "significance": {"abs_ms": ABS_MS, "rel": REL},
             "pelt": {"model": "normal", "penalty": "2*ln(n)", "min_size": PELT_MIN_SIZE, "jump": PELT_JUMP},
