@@ -10,6 +10,7 @@ import hashlib
 
 import orjson
 
+from pathwatch.contract.timefmt import from_epoch
 from pathwatch.ingest.parse import parse_value
 from pathwatch.models.anomaly import DETECTOR_VERSION
 from pathwatch.models.engine import replay
@@ -33,15 +34,9 @@ def _records() -> list[dict]:
     levels = [(0, 200.0), (10, 240.0), (20, 290.0), (30, 200.0)]
     for i, obs in enumerate(series(levels, 40, spikes={200: 200.0})):
         records.append({"kind": "latency", "id": f"rtt-{i}", "source": "probe", "destination": "anchor",
-                        "time": _iso(obs.t), "one_way": False, "packets_sent": 3, "packets_lost": 0,
+                        "time": from_epoch(obs.t), "one_way": False, "packets_sent": 3, "packets_lost": 0,
                         "delay_min_ms": obs.delay_min_ms})
     return records
-
-
-def _iso(t: float) -> str:
-    from pathwatch.contract.timefmt import from_epoch
-
-    return from_epoch(t)
 
 
 def output_digest() -> tuple[str, int]:

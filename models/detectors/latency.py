@@ -272,8 +272,8 @@ class DelaySeries(Detector):
             return []
         level = self._pending_level(obs.t)
         candidate = _Candidate(first_t, obs.t, direction, base, significance, level, abs(value - base))
-        for veto in VETOES:
-            verdict = getattr(self, f"_{veto}")(candidate, obs)
+        for veto, check in _CHECKS:
+            verdict = check(self, candidate, obs)
             if verdict is None:
                 continue
             if verdict == DISMISS or veto not in self.held_by:
@@ -510,6 +510,10 @@ class DelaySeries(Detector):
         while len(lows) > self.p.floor_s / 3600.0:
             lows.popleft()
         self.floor_low, self.floor_until = math.inf, (t // 3600.0 + 1) * 3600.0
+
+
+# The vetoes' checks, in VETOES order: (name, DelaySeries method).
+_CHECKS = tuple((veto, getattr(DelaySeries, f"_{veto}")) for veto in VETOES)
 
 
 @dataclass(frozen=True, slots=True)
