@@ -61,7 +61,8 @@ has settled in for ``settle_s``.
 ``unreachable`` opens after ``fail_streak`` consecutive failures — traces that stop short of a
 destination that used to answer, or owamp/ping results that lost every packet — with no success
 in between, that lost ``fail_packets`` latency probes in all (a 3-packet ping loses all of them
-now and then on a lossy path; an unreachable destination loses everything), and closes at the first trace that reaches or sample that gets packets back. A trace
+now and then on a lossy path; an unreachable destination loses everything), and closes at the
+first trace that reaches or sample that gets packets back. A trace
 that stops where the path MTU dropped is left to the MTU detector.
 """
 
