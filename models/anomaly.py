@@ -32,7 +32,7 @@ SEVERITIES: tuple[str, ...] = get_args(AnomalyRecord.model_fields["severity"].an
 # Bumped whenever the detectors' output on a fixed input changes (tests/test_detector_version.py pins
 # the output's digest to it), so stored anomalies say which logic made them and a restored
 # streaming job rebuilds the monitors an older version made (PathMonitor.made_with).
-DETECTOR_VERSION = "2.0.0"
+DETECTOR_VERSION = "2.1.0"
 
 
 def anomaly_id(kind: str, source: str | None, destination: str | None, start: float) -> str:

@@ -75,6 +75,19 @@ class ContextParams(Params):
         A latency sample whose clocks' error bound (owamp's max-clock-error) is larger, or whose
         clocks say they are unsynchronised, says nothing of the path's delay: the route and
         latency detectors skip it (:meth:`PathContext.clocks_usable`); the clock detector reads it.
+    one_way_abs_ms : float, default 1.0
+        A one-way delay change smaller than this (ms) is not significant: owamp reports tenths, NTP
+        moves a one-way delay by tenths ...
+    one_way_rel : float, default 0.05
+        ... nor one smaller than this share of the level before it.
+    rtt_abs_ms : float, default 5.0
+        A round-trip change (ping, RIPE Atlas) smaller than this is not significant ...
+    rtt_rel : float, default 0.10
+        ... nor one smaller than this share of the level before it: the significance operators set
+        for an RTT (a round trip crosses the far host's ICMP handling and both directions' own
+        variation; a few-packet ping's minimum moves by milliseconds and percents with the path
+        unchanged). The latency detector's shifts and the diurnal detector's daily delay rises
+        are judged by it (:meth:`PathContext.significance`).
     """
 
     stall_s: float = 2.0
@@ -91,6 +104,10 @@ class ContextParams(Params):
     host_cv_min: float = 0.01
     host_retrans_quantile: float = 0.75
     clock_error_max_ms: float = 50.0
+    one_way_abs_ms: float = 1.0
+    one_way_rel: float = 0.05
+    rtt_abs_ms: float = 5.0
+    rtt_rel: float = 0.10
 
 
 class BusyHours:
@@ -167,6 +184,16 @@ class PathContext:
         self.route_moves = RouteMoves()
         self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,
                                       p.min_usual_runs)
+
+    def significance(self, one_way: bool) -> tuple[float, float]:
+        """(ms, share of the level): a change of a delay series is significant when it is at least
+        the larger of the two (``one_way_*`` for a one-way delay, ``rtt_*`` for a round trip).
+
+        >>> PathContext().significance(False), PathContext().significance(True)
+        ((5.0, 0.1), (1.0, 0.05))
+        """
+        p = self.p
+        return (p.one_way_abs_ms, p.one_way_rel) if one_way else (p.rtt_abs_ms, p.rtt_rel)
 
     def clocks_usable(self, obs) -> bool:
         """Whether a latency sample's clocks let its delay speak for the path (see

@@ -16,11 +16,12 @@ from pathwatch.models.anomaly import DETECTOR_VERSION
 from pathwatch.models.engine import replay
 from pathwatch.sim.config import SimConfig
 from pathwatch.sim.generate import path_lines, plan
+from tests.test_models_diurnal_delay import evening, rtt_series
 from tests.test_models_latency_episodes import series
 
 # DETECTOR_VERSION -> sha256 of the output below (anomaly states without their detector_version).
 PINNED = {
-    "2.0.0": "3df6a4aa7fbc004da74b93a51c4754717c556185c1747db002d647ffa217b204",
+    "2.1.0": "3f7c127a0d35fc8895c46844561777c0830042635408d71787195d92b20b1a48",
 }
 
 
@@ -34,6 +35,11 @@ def _records() -> list[dict]:
     levels = [(0, 200.0), (10, 240.0), (20, 290.0), (30, 200.0)]
     for i, obs in enumerate(series(levels, 40, spikes={200: 200.0})):
         records.append({"kind": "latency", "id": f"rtt-{i}", "source": "probe", "destination": "anchor",
+                        "time": from_epoch(obs.t), "one_way": False, "packets_sent": 3, "packets_lost": 0,
+                        "delay_min_ms": obs.delay_min_ms})
+    # A ping-only path whose RTT rises every evening (a daily delay rise).
+    for i, obs in enumerate(rtt_series(6, lambda t: 120.0 + evening(t, 35.0))):
+        records.append({"kind": "latency", "id": f"evening-{i}", "source": "probe2", "destination": "anchor",
                         "time": from_epoch(obs.t), "one_way": False, "packets_sent": 3, "packets_lost": 0,
                         "delay_min_ms": obs.delay_min_ms})
     return records

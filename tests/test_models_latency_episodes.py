@@ -162,3 +162,16 @@ def test_a_paths_one_way_delay_and_round_trip_are_two_series():
     found, _ = detect(obs)
     assert [(a.evidence["one_way"], round(a.evidence["level_ms"])) for a in found] == [(False, 28)]
     assert abs(found[0].start - (T0 + 10 * HOUR)) <= EVERY
+
+
+def test_a_return_that_ramps_back_is_a_return():
+    """+40 ms at hour 10 (a step), back down over 20 minutes at hour 20 (a ramp: no sample-to-sample
+    jump of half the change): the shift returned there, not held open until the ramp counts as a level."""
+    def level(t: float) -> float:
+        h = (t - T0) / HOUR
+        return 200.0 + (40.0 if 10 <= h < 20 else 40.0 * max(0.0, 1 - (h - 20) * 3) if h >= 20 else 0.0)
+    rng = np.random.default_rng(2)
+    found, _ = detect([rtt(T0 + i * EVERY, level(T0 + i * EVERY) + abs(rng.normal(0, 0.4)))
+                       for i in range(int(40 * HOUR / EVERY))])
+    assert len(found) == 1
+    assert found[0].end is not None and abs(found[0].end - (T0 + 20 * HOUR)) <= 3 * EVERY

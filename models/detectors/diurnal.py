@@ -27,7 +27,9 @@ never fall into the busy hours), are judged on the latency tests' queueing alone
 ``queue_factor`` times the rest — with the typical queueing (median), the loss or the delay floor
 rising in those hours too (below): a tail that grows alone while the typical delay and the loss
 stay is a loaded host's tell (:class:`pathwatch.models.pace.HostTails`: a busy CPU stamps and sends
-a few packets late), where a full queue delays most packets or drops them. It closes once
+a few packets late), where a full queue delays most packets or drops them. A path with no
+throughput tests at all is judged on its delay itself too (:meth:`DiurnalDetector._delay_rise`):
+the minimum delay higher in the same hours every day by the path's significance. It closes once
 ``quiet_days`` whole days pass without the trough.
 
 A standing queue — one that never drains in the busy hours — delays every packet: the latency
@@ -286,6 +288,10 @@ class DiurnalDetector(Detector):
         self.days_seen = 0                    # days the open episode's trough was seen on
         self.pace = HostPace(self.p.host_runs)   # the path's usual runs' evenness and retransmits
         self.rtt_low = math.inf               # the lowest RTT of the path's runs: a window-bound run is counted at it
+        self.ran = False                      # whether the path has throughput tests at all
+        # (t, minimum delay, clocks' error bound) of each delay series (one-way: True, round trip:
+        # False), kept while the path has no throughput tests: a daily rise is judged on the delay
+        self.delays: dict[bool, deque[tuple[float, float, float]]] = {False: deque(), True: deque()}
 
     def observe(self, obs) -> list[Anomaly]:
         if isinstance(obs, ThroughputObs):
@@ -297,6 +303,10 @@ class DiurnalDetector(Detector):
 
     def _observe_run(self, obs: ThroughputObs) -> list[Anomaly]:
         p = self.p
+        if not self.ran:
+            self.ran = True                   # (the runs say whether the link is full: see _delay_rise)
+            for series in self.delays.values():
+                series.clear()
         if obs.ok and not obs.udp and obs.bps and not self.context.stalls.black_hole(obs):
             c = self.context.p
             if not self.pace.paced(obs, c.host_cv_factor, c.host_cv_min, c.host_retrans_quantile, p.host_min_runs):
@@ -333,6 +343,9 @@ class DiurnalDetector(Detector):
             queued = middle - low
             tail = obs.delay_p95_ms - low if obs.delay_p95_ms is not None else queued
             self.queue.append((t, queued, obs.loss or 0.0, tail, low))
+        if (not self.ran and obs.ok and obs.sent and obs.lost < obs.sent and low is not None and low >= 0
+                and self.context.clocks_usable(obs)):
+            self.delays[obs.one_way].append((t, low, obs.clock_error_ms or 0.0))
         return self._advance(t)
 
     def _advance(self, t: float) -> list[Anomaly]:
@@ -344,6 +357,9 @@ class DiurnalDetector(Detector):
             runs.popleft()
         while queue and queue[0][0] < horizon:
             queue.popleft()
+        for series in self.delays.values():
+            while series and series[0][0] < horizon:
+                series.popleft()
         if self.next_check is None:
             self.next_check = t + p.every_s
         if t < self.next_check:
@@ -372,12 +388,19 @@ class DiurnalDetector(Detector):
         self.days_seen = int(found["days"])
         start, width = self.window
         busy = f"{start:02d}:00–{(start + width) % 24:02d}:00 UTC"
-        what = f"throughput {100 * found['depth']:.0f} % below the rest of the day" if found["signal"] == "throughput" \
-            else f"95th-percentile queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
+        if found["signal"] == "throughput":
+            what = f"throughput {100 * found['depth']:.0f} % below the rest of the day"
+        elif found["signal"] == "delay":
+            what = (f"minimum {'one-way delay' if found['one_way'] else 'RTT'} {found['busy_delay_ms']:.1f} ms vs "
+                    f"{found['other_delay_ms']:.1f} ms ({found['rise_ms']:+.1f} ms; no throughput tests on the path "
+                    f"to say whether the link is full)")
+        else:
+            what = f"95th-percentile queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
         return self.open(
             "diurnal_saturation", start=found["first_t"], at=now,
             severity=severity_for(found["depth"], 0.0, 0.5, 0.8), score=min(1.0, found["depth"] + 0.3),
-            summary=f"Daily saturation {busy}: {what} on {found['days']} days.",
+            summary=f"{'Daily delay rise' if found['signal'] == 'delay' else 'Daily saturation'} {busy}: {what} "
+                    f"on {found['days']} days.",
             evidence={k: v for k, v in found.items() if k not in ("first_t", "last_day")} | {"busy_hours_utc": busy},
         )
 
@@ -417,13 +440,42 @@ class DiurnalDetector(Detector):
         if len(self.queue) >= 6 * p.min_in and not self._runs_cover_the_day():
             # the 95th percentile: a queue that half the packets meet hardly moves the median
             tails = [(q[3] if len(q) > 3 else q[1]) + 0.1 for q in self.queue]   # (+0.1 ms keeps ratios finite)
-            if not self._may_qualify(self.queue, list(tails), lower_is_worse=False,
-                                     min_in=p.min_in):
-                return None
-            t = np.array([q[0] for q in self.queue])
-            x = np.array(tails)
-            return self._judge(t, x, lower_is_worse=False, signal="queueing", min_in=p.min_in)
+            if self._may_qualify(self.queue, list(tails), lower_is_worse=False, min_in=p.min_in):
+                t = np.array([q[0] for q in self.queue])
+                found = self._judge(t, np.array(tails), lower_is_worse=False, signal="queueing", min_in=p.min_in)
+                if found is not None:
+                    return found
+        if not self.ran:
+            for one_way in (False, True):
+                found = self._delay_rise(one_way)
+                if found is not None:
+                    return found
         return None
+
+    def _delay_rise(self, one_way: bool) -> dict | None:
+        """A daily rise of a delay series itself, on a path with no throughput tests (ping, owamp or
+        RIPE Atlas alone): the minimum delay higher in the same hours every day, by at least the
+        path's significance (the context's: 5 ms and 10 % for a round trip), and back down after.
+
+        Every packet waiting longer in those hours, and only in those, is a queue that stands
+        through them: load that follows the clock. Throughput tests are what tell a full link
+        (their runs lose their share) from a queue on a link with room for them (they keep it):
+        where a path has them, they decide (a delay rise alone only corroborates); without them the
+        recurring rise is all there is to see, and what a user of a ping mesh wants named once, with
+        its hours and size, rather than as a change every evening. A one-way rise must also exceed
+        twice the clocks' typical error bound (a clock's oscillator may follow the day's temperature)."""
+        series = self.delays[one_way]
+        if len(series) < 6 * self.p.min_in or series[-1][0] - series[0][0] < (self.p.min_days - 0.5) * DAY:
+            return None
+        t = np.array([v[0] for v in series])
+        x = np.array([v[1] for v in series])
+        ms, share = self.context.significance(one_way)
+        if one_way:
+            ms = max(ms, 2 * float(np.median([v[2] for v in series])))
+        found = self._judge(t, x, lower_is_worse=False, signal="delay", min_in=self.p.min_in, significance=(ms, share))
+        if found is not None:
+            found["one_way"] = one_way
+        return found
 
     def _deep_enough(self, t: np.ndarray, x: np.ndarray, medians: tuple, min_in: int) -> bool:
         """False when no window of at least ``min_in`` runs is ``depth`` deep, so that :meth:`_judge`
@@ -458,7 +510,10 @@ class DiurnalDetector(Detector):
         return rough_depth_bound(x, lower_is_worse, min_in) >= needed and depth_bound(x, lower_is_worse, min_in, needed) >= needed
 
     def _judge(self, t: np.ndarray, x: np.ndarray, *, lower_is_worse: bool, signal: str, min_in: int,
-               medians: tuple | None = None) -> dict | None:
+               medians: tuple | None = None, significance: tuple[float, float] | None = None) -> dict | None:
+        """The busy window's facts when ``x`` shows a daily trough (``lower_is_worse``: throughput)
+        or rise in it, else None. A rise is judged on queueing (``queue_rise_ms``, ``queue_factor``)
+        or, given a ``significance`` (ms, share of the rest of the day), on the delay itself."""
         p = self.p
         if t[-1] - t[0] < (p.min_days - 0.5) * DAY:
             return None
@@ -471,9 +526,16 @@ class DiurnalDetector(Detector):
             return None
         x_in, x_out = x[inside], x[~inside]
         m_out = np.median(x_out)
-        if not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
+        if significance is not None:
+            # the rise a user calls a change: the larger of the significance's ms and share
+            needed = max(significance[0], significance[1] * m_out) / m_out
+            if depth < needed:
+                return None
+        elif not lower_is_worse and (np.median(x_in) - m_out < p.queue_rise_ms or depth < p.queue_factor - 1):
             return None
-        needed = 0.75 * (p.depth if lower_is_worse else p.queue_factor - 1)
+        else:
+            needed = p.depth if lower_is_worse else p.queue_factor - 1
+        needed *= 0.75                          # (each day's, and the way back down, against three quarters of it)
 
         def low(sel: np.ndarray) -> bool:
             # most of the day's busy-hour runs, not their average: one run that collapsed (a bad
@@ -510,6 +572,9 @@ class DiurnalDetector(Detector):
                  "last_day": int((trough_days[-1] * DAY + start * 3600.0) // DAY)}   # calendar day it began
         if lower_is_worse:
             facts.update({"busy_bps": round(float(np.median(x_in))), "other_bps": round(float(m_out))})
+        elif signal == "delay":
+            facts.update({"busy_delay_ms": round(float(np.median(x_in)), 2), "other_delay_ms": round(float(m_out), 2),
+                          "rise_ms": round(float(np.median(x_in) - m_out), 2)})
         else:
             facts.update({"busy_queue_ms": round(float(np.median(x_in)), 2), "other_queue_ms": round(float(m_out), 2)})
         if self.is_open("diurnal_saturation"):

@@ -5,8 +5,9 @@ through other routers or a clock stepped moves the *minimum* delay of every samp
 stays there; a queue adds to some packets and drains. So the detector follows the minimum delay
 against a robust baseline (median and MAD of recent normal samples), a path's one-way delay and
 its round trip apart (:class:`DelaySeries` each). A change's
-*significance* is the larger of ``abs_ms`` and ``rel`` × the baseline (for a round trip
-``rtt_abs_ms``, ``rtt_rel``), ``k_mad`` robust SDs and, one-way, the clocks' error bound. Samples
+*significance* is the larger of the path's significance (:meth:`PathContext.significance
+<pathwatch.models.context.PathContext.significance>`: 5 ms and 10 % of the baseline for a round
+trip, 1 ms and 5 % one-way), ``k_mad`` robust SDs and, one-way, the clocks' error bound. Samples
 beyond the noise or ``sample_share`` of the significance count toward a change; a shift is named
 when they hold a level for ``runs`` samples over ``span_s`` (not an outlier), the level reaches
 the significance, and the change *stepped* there: at least ``jump_share`` of it between one
@@ -18,17 +19,19 @@ Episodes mean what a user means by "the delay changed":
   level the pending samples hold (their median).
 - A single outlier never closes it. While open, the samples that leave the episode's level
   (beyond the samples' threshold, or nearer the baseline than the level) are a candidate move;
-  one back at the level clears them. A move held for ``runs`` samples over ``span_s``, having
-  stepped (or held ``creep_s`` as a level), is one of three things: back within the significance
-  of the baseline — the shift **returned** (closed where the return began); across the baseline
-  to the other side — a **new shift** the other way; or at another level on the same side, a
-  significance away from the last — a **further step** (a smaller move moves the episode's level
-  quietly). The last two close the episode where the
-  move began and open the next change there, its evidence ``follows`` the previous one's id (the
+  one back at the level clears them. A move held for ``runs`` samples over ``span_s`` is one of
+  three things: back within the significance of the baseline — the shift **returned** (closed
+  where the return began; a fall however it came down, as what a queue added drains in a ramp,
+  a rise only having stepped or held ``creep_s``, as a queue fills in a ramp); having stepped (or
+  held ``creep_s`` as a level), across the baseline to the other side — a **new shift** the other
+  way; or at another level on the same side, a significance away from the last — a **further
+  step** (a smaller move moves the episode's level quietly). The last two close the episode where
+  the move began and open the next change there, its evidence ``follows`` the previous one's id (the
   incident grouper joins them: one problem, each change reported).
 - A shift that lasts ``settle_s`` (outside a saturated path's busy hours) is the new normal:
-  closed, the baseline taken from its samples. A return later to the level before it is the old
-  normal coming back, not a new shift.
+  closed, the baseline taken from its samples. A move later back to the level before it is a
+  change of its own (a route flapping back after days is one a user must hear of), which
+  ``follows`` the settled shift: the same problem ending, one incident however long it lasted.
 
 Named vetoes. A candidate that held its level is checked by :data:`VETOES`, in order; the first
 that applies either **holds** it (not yet: it may still become a shift) or **dismisses** it (the
@@ -47,7 +50,8 @@ daily_pattern      hold     the same hours rose on one of ``daily_days`` previou
                             from its context): a load follows the clock; a level shift stays
 queue_drained      dismiss  a fall back to the lowest normal delay of the last ``floor_s``: the
                             baseline had crept up with a swelling queue, which drained
-old_normal_back    dismiss  back to the level before a shift that settled in
+old_normal_back    dismiss  back to the level before a route move (context) that dismissed a
+                            shift: the route reverting, which the route detector tells
 crept              hold     not a step: a queue fills a little per sample; named only once it
                             held ``creep_s`` as a level
 queue_swinging     dismiss  held ``creep_s`` but never a level (its samples' MAD over that day
@@ -91,17 +95,6 @@ class LatencyParams(Params):
     k_mad : float, default 4.0
         Robust SDs (1.4826 MAD) beyond the baseline that count as shifted: a noisy path's own
         spread is not a change.
-    abs_ms : float, default 1.0
-        One-way shifts smaller than this (ms) are ignored: owamp reports tenths, NTP moves a one-way
-        delay by tenths ...
-    rel : float, default 0.05
-        ... and smaller than this share of the baseline.
-    rtt_abs_ms : float, default 5.0
-        Round-trip shifts (ping, RIPE Atlas) smaller than this are ignored ...
-    rtt_rel : float, default 0.10
-        ... and smaller than this share of the baseline: the significance operators set for an RTT
-        (a round trip crosses the far host's ICMP handling and both directions' own variation; a
-        few-packet ping's minimum moves by milliseconds and percents with the path unchanged).
     sample_share : float, default 0.5
         A sample counts toward a change beyond this share of the significance (or the noise, ``k_mad``):
         the samples of a level near the significance fall on both sides of it; the level itself must
@@ -143,10 +136,6 @@ class LatencyParams(Params):
     baseline: int = 24
     min_baseline: int = 6
     k_mad: float = 4.0
-    abs_ms: float = 1.0
-    rel: float = 0.05
-    rtt_abs_ms: float = 5.0
-    rtt_rel: float = 0.10
     sample_share: float = 0.5
     runs: int = 3
     span_s: float = 1800.0
@@ -205,7 +194,8 @@ class DelaySeries(Detector):
         p = self.p
         self.delay = LevelTracker(p.baseline)   # the baseline, and the samples pending beyond it
         self.direction = 0                      # the pending change's (or open shift's) direction
-        self.settled_from: tuple[float, float] | None = None   # (baseline, threshold) before a settled shift
+        self.settled_from: tuple[float, float] | None = None   # (baseline, threshold) before a route move
+        self.settled: Anomaly | None = None     # the shift that last became the normal (a move back follows it)
         self.daily = DailyChanges()
         self.held_by: list[str] = []            # the vetoes that held the pending change
         self.last: float | None = None          # the sample before this one ...
@@ -231,7 +221,7 @@ class DelaySeries(Detector):
         if len(shift.base.values) < p.min_baseline:
             shift.add(value)
             return []
-        floor, rel = (p.abs_ms, p.rel) if obs.one_way else (p.rtt_abs_ms, p.rtt_rel)
+        floor, rel = self.context.significance(obs.one_way)
         # A sample counts toward a change beyond the noise (k MADs) or sample_share of the
         # significance; the level a change holds must reach the significance itself.
         base, threshold = shift.reference(p.k_mad, p.sample_share * floor, p.sample_share * rel)
@@ -285,7 +275,10 @@ class DelaySeries(Detector):
                 self.held_by.append(veto)
             return []
         start, level = self._onset(candidate)
-        return self._open_shift(obs, start, base, threshold, significance, level, follows=None)
+        settled, self.settled = self.settled, None
+        back = settled is not None and abs(level - settled.evidence["baseline_ms"]) <= settled.evidence["threshold_ms"]
+        return self._open_shift(obs, start, base, threshold, significance, level, follows=settled if back else None,
+                                back=back)
 
     # ------------------------------------------------------------------ the vetoes, in VETOES order
     def _too_small(self, c: _Candidate, obs: LatencyObs) -> str | None:
@@ -310,7 +303,8 @@ class DelaySeries(Detector):
         return DISMISS if c.direction < 0 and c.level >= floor - c.threshold else None
 
     def _old_normal_back(self, c: _Candidate, obs: LatencyObs) -> str | None:
-        """Dismiss: back to the level before a shift that settled in (the old normal)."""
+        """Dismiss: back to the level before a route move dismissed a shift (the route reverting:
+        the old normal, which the route detector tells)."""
         settled = self.settled_from
         if settled is not None and abs(c.level - settled[0]) <= settled[1]:
             self.settled_from = None
@@ -359,9 +353,10 @@ class DelaySeries(Detector):
         if self._at_level(value, base, threshold):
             self.moving.clear()
             if obs.t - opened.start >= p.settle_s and not self.context.busy.covers(obs.t, obs.t, p.daily_slack_s):
-                # (not in a saturated path's busy hours: the new normal is taken from quiet hours)
-                self.settled_from = (base, significance)
+                # (not in a saturated path's busy hours: the new normal is taken from quiet hours; the
+                # old level coming back later is a change of its own, as a route flapping back is)
                 out = self._close_shift(obs.t, "the new delay became the path's normal")
+                self.settled = out[0] if out else None
                 self._pending_is_normal()
                 return out
             return []
@@ -375,10 +370,12 @@ class DelaySeries(Detector):
         if self._at_level(moved_to, base, threshold):
             self.moving.clear()            # (outliers both ways about the level)
             return []
-        jump = self.moving_from is not None and abs(self.moving[0][1] - self.moving_from) >= p.jump_share * abs(moved_to - self.level)
-        if not (self.moving_from is None or jump) and obs.t - start < p.creep_s:
-            return []                      # (a queue creeping on the new level: not yet)
         towards = (moved_to > base + significance) - (moved_to < base - significance)
+        jump = self.moving_from is not None and abs(self.moving[0][1] - self.moving_from) >= p.jump_share * abs(moved_to - self.level)
+        if not (self.moving_from is None or jump or towards == 0 and moved_to < self.level) and obs.t - start < p.creep_s:
+            # a queue creeping on the new level: not yet (a fall back to the baseline is back however
+            # it came down: what a queue added drains in a ramp; a rise back to it is a queue filling)
+            return []
         if towards != 0 and abs(moved_to - self.level) < significance:
             self.level, self.moving = moved_to, []     # (a move too small to be a change of its own)
             return []
@@ -406,7 +403,9 @@ class DelaySeries(Detector):
         return off <= threshold and off <= abs(value - base)
 
     def _open_shift(self, obs: LatencyObs, start: float, base: float, threshold: float, significance: float,
-                    level: float, follows: Anomaly | None) -> list[Anomaly]:
+                    level: float, follows: Anomaly | None, back: bool = False) -> list[Anomaly]:
+        """Open a shift to ``level`` from ``start``; ``follows``: the change before it in the same
+        problem (a further step or crossing; ``back``: the shift that settled, this the way back)."""
         p, shift = self.p, self.delay
         shift.frozen = (base, threshold)
         self._floor_forgotten()
@@ -416,7 +415,10 @@ class DelaySeries(Detector):
         evidence = {"baseline_ms": round(base, 3), "level_ms": round(level, 3), "step_ms": round(step, 3),
                     "threshold_ms": round(significance, 3), "samples": len(shift.pending), "one_way": obs.one_way}
         summary = f"Minimum {what} shifted {step:+.1f} ms (from {base:.1f} to {level:.1f} ms)."
-        if follows is not None:
+        if back:
+            evidence.update(follows=follows.id)
+            summary = f"Minimum {what} shifted {step:+.1f} ms (from {base:.1f} to {level:.1f} ms), back to its level before a shift that had settled."
+        elif follows is not None:
             was = follows.evidence["level_ms"]
             evidence.update(follows=follows.id, from_level_ms=was)
             summary = f"Minimum {what} stepped {level - was:+.1f} ms (from {was:.1f} to {level:.1f} ms; baseline {base:.1f} ms)."
@@ -443,19 +445,34 @@ class DelaySeries(Detector):
         pattern's size), the largest step within it — the change is that step, on top of the
         day's rise — and the level of the samples from it on."""
         pending = self.delay.pending
-        if "daily_pattern" not in self.held_by or c.size <= self.p.daily_factor * self.daily.largest(c.direction):
+        if (not ("daily_pattern" in self.held_by or self._on_pattern(c))
+                or c.size <= self.p.daily_factor * self.daily.largest(c.direction)):
             return c.start, c.level
-        prev = pending[0][1] if self.before is None or math.isnan(self.before) else self.before
-        at, largest = 0, -math.inf
-        for i, (_, v) in enumerate(pending):
-            if c.direction * (v - prev) > largest:
-                at, largest = i, c.direction * (v - prev)
-            prev = v
+        at, largest = self._largest_step(c.direction)
         after = median(v for _, v in pending[at:])
         before = median(v for _, v in pending[:at]) if at else c.base
         if largest < self.p.jump_share * c.direction * (after - before):
             return c.start, c.level
         return pending[at][0], after
+
+    def _largest_step(self, direction: int) -> tuple[int, float]:
+        """(index, size) of the pending samples' largest step ``direction``-wards, the first from
+        the sample before them."""
+        pending = self.delay.pending
+        prev = pending[0][1] if self.before is None or math.isnan(self.before) else self.before
+        at, largest = 0, -math.inf
+        for i, (_, v) in enumerate(pending):
+            if direction * (v - prev) > largest:
+                at, largest = i, direction * (v - prev)
+            prev = v
+        return at, largest
+
+    def _on_pattern(self, c: _Candidate) -> bool:
+        """Whether the candidate lies in a known daily pattern's hours (the same way, whatever its
+        size): a change that came back from them on a previous day, or the saturated path's busy hours."""
+        p = self.p
+        return self.daily.explains(c.start, c.now, c.direction, p) or (
+            c.direction > 0 and self.context.busy.covers(c.start, c.now, p.daily_slack_s))
 
     def _pending_level(self, now: float) -> float:
         """The pending change's level: the median of its samples (of the last two spans once a
@@ -466,7 +483,8 @@ class DelaySeries(Detector):
         return median(v for _, v in pending)
 
     def _stepped(self, c: _Candidate, obs: LatencyObs) -> bool:
-        """Whether the pending change came as a step: from the sample before it, at least
+        """Whether the pending change came as a step: from the sample before it (or, in a known
+        daily pattern's hours, anywhere in it: a step on top of the day's rise), at least
         ``jump_share`` of its size in one sample interval, and one-way more than twice the clocks'
         error bound (each sample may be off by the bound, either way)."""
         before = self.before
@@ -475,6 +493,8 @@ class DelaySeries(Detector):
         if math.isnan(before):
             return False    # the path was silent before it: whether the delay stepped or crept is unknown
         jump = c.direction * (self.delay.pending[0][1] - before)
+        if jump < self.p.jump_share * c.direction * (c.level - c.base) and self._on_pattern(c):
+            jump = self._largest_step(c.direction)[1]    # (a step on top of the day's own rise)
         return jump >= self.p.jump_share * c.direction * (c.level - c.base) and jump > self._clocks_may_move(obs)
 
     @staticmethod
