@@ -35,9 +35,12 @@ SEVERITIES: tuple[str, ...] = get_args(AnomalyRecord.model_fields["severity"].an
 DETECTOR_VERSION = "2.1.0"
 
 
-def anomaly_id(kind: str, source: str | None, destination: str | None, start: float) -> str:
-    """UUID5 over kind, path and start (Unix seconds, to the millisecond): one id per episode."""
+def anomaly_id(kind: str, source: str | None, destination: str | None, start: float, family: int | None = None) -> str:
+    """UUID5 over kind, path and start (Unix seconds, to the millisecond): one id per episode;
+    an IPv6 path's (``family`` 6) apart from the same hosts' other path."""
     key = f"anomaly|{kind}|{source or ''}|{destination or ''}|{round(start * 1000)}"
+    if family is not None:
+        key += f"|ipv{family}"
     return str(uuid.uuid5(PATHWATCH_NAMESPACE, key))
 
 
@@ -74,12 +77,18 @@ class Anomaly:
         score: float,
         summary: str,
         evidence: dict[str, Any],
+        family: int | None = None,
     ) -> Anomaly:
+        """A new open episode; ``family`` 6 for a host pair's IPv6 path (its evidence says
+        ``ip_version``, its summary begins "IPv6:")."""
         if kind not in KINDS:
             raise ValueError(f"kind: unknown anomaly kind {kind!r}")
         if severity not in SEVERITIES:
             raise ValueError(f"severity: unknown severity {severity!r}")
-        aid = anomaly_id(kind, source, destination, start)
+        aid = anomaly_id(kind, source, destination, start, family)
+        if family is not None:
+            evidence = {**evidence, "ip_version": family}
+            summary = f"IPv{family}: {summary}"
         return cls(
             id=aid,
             kind=kind,
@@ -109,7 +118,13 @@ class Anomaly:
         return replace(self, incident_id=incident_id, evidence=self.evidence if evidence is None else evidence)
 
     def grown(self, *, severity: str, score: float, summary: str, evidence: dict[str, Any]) -> Anomaly:
-        """The same episode with new severity, score, summary and evidence."""
+        """The same episode with new severity, score, summary and evidence (an IPv6 path's keeps
+        saying so)."""
+        family = self.evidence.get("ip_version")
+        if family is not None:
+            evidence = {**evidence, "ip_version": family}
+            if not summary.startswith(f"IPv{family}: "):
+                summary = f"IPv{family}: {summary}"
         return replace(self, severity=severity, score=round(float(score), 4), summary=summary, evidence=evidence)
 
     def closed(self, end: float, evidence: dict[str, Any] | None = None) -> Anomaly:

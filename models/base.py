@@ -65,7 +65,8 @@ class Detector:
         if kind in self.episodes:
             return []
         anomaly = Anomaly.open(kind, self.source, self.destination, start=start, detected_at=at,
-                               severity=severity, score=score, summary=summary, evidence=evidence)
+                               severity=severity, score=score, summary=summary, evidence=evidence,
+                               family=self.context.family)
         self.episodes[kind] = anomaly
         return [anomaly]
 

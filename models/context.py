@@ -178,8 +178,9 @@ class RouteMoves:
 class PathContext:
     """The facts one path's detectors share (see the module docstring)."""
 
-    def __init__(self, params: ContextParams | None = None) -> None:
+    def __init__(self, params: ContextParams | None = None, family: int | None = None) -> None:
         p = self.p = params if params is not None else ContextParams()
+        self.family = family    # 6: the path's IPv6 measurements (a path of their own); None: the rest
         self.busy = BusyHours()
         self.route_moves = RouteMoves()
         self.stalls = BlackHoleStalls(p.stall_s, p.stall_retransmits_min, p.crawl_fraction, p.usual_runs,

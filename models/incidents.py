@@ -217,7 +217,9 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
     """Whether one problem explains both ``a`` and ``b`` (the module's table)."""
     if a.id == b.id:
         return False
-    same_path = a.source == b.source and a.destination == b.destination
+    # (a host pair's IPv6 path is a path of its own: its anomalies say ip_version 6)
+    same_path = (a.source == b.source and a.destination == b.destination
+                 and a.evidence.get("ip_version") == b.evidence.get("ip_version"))
     if same_path and (a.evidence.get("follows") == b.id or b.evidence.get("follows") == a.id):
         return True
     if same_path:

@@ -51,6 +51,8 @@ class ThroughputObs:
     # sender's socket buffer for all its streams (record contract v3); None: the tool did not say.
     receive_window_bytes: int | None = None
     send_buffer_bytes: int | None = None
+    # Measured over IPv6: a path of its own (see :class:`pathwatch.models.monitor.PathMonitor`).
+    v6: bool = False
 
 
 @dataclass(slots=True)
@@ -66,6 +68,7 @@ class LatencyObs:
     delay_p95_ms: float | None
     clock_error_ms: float | None
     synchronized: bool | None
+    v6: bool = False
 
 
 @dataclass(slots=True)
@@ -86,6 +89,7 @@ class TraceObs:
     # RTT of the last answering hop (ms), a cheap route-level RTT.
     last_rtt_ms: float | None
     last_answer_ttl: int
+    v6: bool = False
 
 
 Observation = ThroughputObs | LatencyObs | TraceObs
@@ -111,12 +115,16 @@ def observe(record: dict[str, Any]) -> Observation | None:
     """The observation for one canonical record; None for a kind no detector reads."""
     kind = record.get("kind")
     if kind == "throughput":
-        return _throughput(record)
-    if kind == "latency":
-        return _latency(record)
-    if kind == "trace":
-        return _trace(record)
-    return None
+        obs = _throughput(record)
+    elif kind == "latency":
+        obs = _latency(record)
+    elif kind == "trace":
+        obs = _trace(record)
+    else:
+        return None
+    if record.get("ip_version") == 6:
+        obs.v6 = True
+    return obs
 
 
 def _throughput(r: dict[str, Any]) -> ThroughputObs:

@@ -216,6 +216,7 @@ def restore_path_state(saved: bytes, endpoints: tuple[str | None, str | None],
         return PathState(PathMonitor(*endpoints, config)), [], f"{type(error).__name__}: {error}"
     monitor = state.monitor
     if monitor.made_with(config):
+        monitor.config = config     # (not saved with the path: its IPv6 path is built from it)
         return state, [], None
     retired = monitor.retire()
     state.monitor = PathMonitor(monitor.source, monitor.destination, config)

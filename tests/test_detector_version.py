@@ -16,12 +16,14 @@ from pathwatch.models.anomaly import DETECTOR_VERSION
 from pathwatch.models.engine import replay
 from pathwatch.sim.config import SimConfig
 from pathwatch.sim.generate import path_lines, plan
+from tests.detector_series import DAY, T0
+from tests.test_models_address_families import dual_stack
 from tests.test_models_diurnal_delay import evening, rtt_series
 from tests.test_models_latency_episodes import series
 
 # DETECTOR_VERSION -> sha256 of the output below (anomaly states without their detector_version).
 PINNED = {
-    "2.1.0": "3f7c127a0d35fc8895c46844561777c0830042635408d71787195d92b20b1a48",
+    "2.1.0": "c6d63b4027e24b39423c657fd35f0bf2f50a890456deebafacc0b4b44cb1bdee",
 }
 
 
@@ -42,6 +44,8 @@ def _records() -> list[dict]:
         records.append({"kind": "latency", "id": f"evening-{i}", "source": "probe2", "destination": "anchor",
                         "time": from_epoch(obs.t), "one_way": False, "packets_sent": 3, "packets_lost": 0,
                         "delay_min_ms": obs.delay_min_ms})
+    # A dual-stack pair whose IPv6 path shifts alone (address families are two paths).
+    records += dual_stack(3, T0 + 2 * DAY)
     return records
 
 
