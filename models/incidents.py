@@ -20,9 +20,13 @@ further step (same path)      one ``follows`` the other (its evidence names the 
 consequence (same path)       one's kind is a known consequence of the other's
                               (:data:`CONSEQUENCES`) and their windows overlap (the cause's
                               widened by ``tolerance_s`` after its end: a route that reverts
-                              shifts the delay back). A diurnal saturation takes its daily
+                              shifts the delay back); a latency shift explains a throughput
+                              drop only when the delay rose (a longer round trip, a lower rate). A diurnal saturation takes its daily
                               symptoms from ``adopt_before_s`` before its start, each no longer
                               than ``daily_episode_s`` (a busy afternoon, not a level shift).
+consequence (reverse path)    the same two hosts the other way, by :data:`REVERSE_CONSEQUENCES`
+                              (a route or delay change one way is in the reverse path's round
+                              trips; a clock that moved shifts both one-way delays), overlapping
 same element                  same kind on two paths naming the same hop (route change at the
                               same divergence hop, MTU drop at the same hop) or the same LAG
                               bundle (rising loss, same member count, into the same host),
@@ -78,13 +82,24 @@ CONSEQUENCES: dict[str, frozenset[str]] = {
     "diurnal_saturation": frozenset({"latency_shift", "throughput_drop", "loss_step"}),  # busy-hour symptoms
     "unreachable": frozenset({"no_data", "loss_step"}),      # probes to a dead path are all lost
     "clock_error": frozenset({"latency_shift"}),
+    "latency_shift": frozenset({"throughput_drop"}),       # a longer round trip is a lower TCP rate
+}
+
+# Cause kind -> kinds it brings on the *reverse* path (the same two hosts the other way): a round
+# trip crosses both directions, so a route or delay change one way lengthens the reverse path's
+# RTT and slows its TCP flows (their ACKs come back along it); a clock that moved shifts the two
+# one-way delays opposite ways.
+REVERSE_CONSEQUENCES: dict[str, frozenset[str]] = {
+    "route_change": frozenset({"latency_shift", "throughput_drop"}),
+    "latency_shift": frozenset({"throughput_drop"}),
+    "clock_error": frozenset({"latency_shift"}),
 }
 
 # Which member is the root, most causal first: a host gone dark explains what its paths show; a
 # clock, an MTU drop or a route explains level changes; loss explains throughput.
 ROOT_ORDER: tuple[str, ...] = (
     "no_data", "unreachable", "clock_error", "mtu_blackhole", "route_change", "diurnal_saturation",
-    "rising_loss", "loss_step", "window_limited", "throughput_drop", "latency_shift",
+    "rising_loss", "loss_step", "window_limited", "latency_shift", "throughput_drop",
 )
 _ROOT_RANK = {kind: i for i, kind in enumerate(ROOT_ORDER)}
 
@@ -173,6 +188,8 @@ def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
     ['throughput_drop|path:a>b']
     >>> problem_keys({"kind": "clock_error", "source": "a", "destination": "b", "evidence": {}})
     ['clock_error|host:a', 'clock_error|host:b']
+    >>> problem_keys({"kind": "latency_shift", "source": "a", "destination": "b", "evidence": {"ip_version": 6}})
+    ['latency_shift|path:a>b|ipv6']
     """
     kind = anomaly["kind"]
     source, destination = anomaly.get("source"), anomaly.get("destination")
@@ -183,7 +200,8 @@ def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
         return [f"{kind}|host:{source}"]
     if kind == "clock_error" and source and destination:
         return [f"{kind}|host:{source}", f"{kind}|host:{destination}"]
-    return [f"{kind}|path:{path_key(source, destination)}"]
+    family = (anomaly.get("evidence") or {}).get("ip_version")
+    return [f"{kind}|path:{path_key(source, destination)}" + (f"|ipv{family}" if family else "")]
 
 
 def explains(cause: str, consequence: str) -> bool:
@@ -195,11 +213,18 @@ def explains(cause: str, consequence: str) -> bool:
     return consequence in CONSEQUENCES.get(cause, ())
 
 
+def _brings(cause: Anomaly, other: Anomaly, table: dict[str, frozenset[str]]) -> bool:
+    """Whether ``cause`` brings ``other`` by ``table``: a delay shift slows TCP only when the delay rose."""
+    if other.kind not in table.get(cause.kind, ()):
+        return False
+    return cause.kind != "latency_shift" or (cause.evidence.get("step_ms") or 0.0) > 0
+
+
 def related_kinds(kind: str) -> frozenset[str]:
     """Kinds that explain ``kind`` on the same path, or that it explains.
 
     >>> sorted(related_kinds("latency_shift"))
-    ['clock_error', 'diurnal_saturation', 'route_change']
+    ['clock_error', 'diurnal_saturation', 'route_change', 'throughput_drop']
     """
     causes = {cause for cause, consequences in CONSEQUENCES.items() if kind in consequences}
     return frozenset(causes | set(CONSEQUENCES.get(kind, ())))
@@ -222,9 +247,15 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
                  and a.evidence.get("ip_version") == b.evidence.get("ip_version"))
     if same_path and (a.evidence.get("follows") == b.id or b.evidence.get("follows") == a.id):
         return True
+    if (a.source == b.destination and a.destination == b.source and a.source != a.destination
+            and a.evidence.get("ip_version") == b.evidence.get("ip_version")):
+        # the reverse path: a delay change one way is in the other way's round trips
+        for cause, other in ((a, b), (b, a)):
+            if _brings(cause, other, REVERSE_CONSEQUENCES) and _overlap(cause, other, params.tolerance_s):
+                return True
     if same_path:
         for cause, other in ((a, b), (b, a)):
-            if not explains(cause.kind, other.kind):
+            if not _brings(cause, other, CONSEQUENCES):
                 continue
             if cause.kind == "diurnal_saturation":
                 if _daily_symptom_of(cause, other, params):

@@ -204,3 +204,28 @@ def test_an_incident_is_forgotten_whole_only_once_all_its_members_are_old():
     grouper.add(grown.closed(T0 + 2 * DAY))
     grouper.forget(T0 + 8 * DAY)
     assert grouper.states == {}
+
+
+def test_a_throughput_drop_hours_after_a_rise_in_delay_joins_it_on_its_path_and_the_reverse():
+    """The delay rose 12 ms on a→b; 19 hours later the runs on a→b and on b→a (whose round trips
+    cross a→b) are slower: one problem. A fall in delay explains no drop; a loss step on a→b
+    explains none on b→a (ACK loss barely slows a flow)."""
+    params = IncidentParams()
+    rise = make("latency_shift", "a", "b", T0, evidence={"step_ms": 12.0})
+    drop_here = make("throughput_drop", "a", "b", T0 + 19 * HOUR)
+    drop_back = make("throughput_drop", "b", "a", T0 + 19 * HOUR)
+    assert related(rise, drop_here, params) and related(drop_back, rise, params)
+    fall = make("latency_shift", "a", "b", T0, evidence={"step_ms": -12.0})
+    assert not related(fall, drop_here, params) and not related(fall, drop_back, params)
+    loss = make("loss_step", "a", "b", T0)
+    assert related(loss, drop_here, params) and not related(loss, drop_back, params)
+    grouped = {(a.kind, a.source): a for a in group([drop_back, rise, drop_here])}
+    assert {a.incident_id for a in grouped.values()} == {rise.id}
+
+
+def test_a_route_change_one_way_explains_the_reverse_paths_delay_shift():
+    params = IncidentParams()
+    route = make("route_change", "a", "b", T0)
+    assert related(route, make("latency_shift", "b", "a", T0 + 1200, evidence={"step_ms": 8.0}), params)
+    over = make("route_change", "a", "b", T0, end=T0 + HOUR)
+    assert not related(over, make("latency_shift", "b", "a", T0 + 3 * DAY, evidence={"step_ms": 8.0}), params)

@@ -68,12 +68,13 @@ def _arrow(anomaly: Mapping[str, Any]) -> str:
 def element(key: str) -> str:
     """The shared element a key names, for people ("hop 10.0.0.1", "host ps1.a", "path a → b").
 
-    >>> element("route_change|hop:10.0.0.1"), element("loss_step|path:a>b")
-    ('hop 10.0.0.1', 'path a → b')
+    >>> element("route_change|hop:10.0.0.1"), element("loss_step|path:a>b"), element("loss_step|path:a>b|ipv6")
+    ('hop 10.0.0.1', 'path a → b', 'path a → b over IPv6')
     """
     scope, _, what = key.split("|", 1)[1].partition(":")
     if scope == "path":
-        return "path " + what.replace(">", " → ", 1)
+        what, _, family = what.partition("|ipv")
+        return "path " + what.replace(">", " → ", 1) + (f" over IPv{family}" if family else "")
     if scope == "lag":
         return "a link bundle (" + what.replace("|to:", ", toward ") + ")"
     return f"{scope} {what}"
