@@ -78,6 +78,8 @@ class DiurnalParams(Params):
                                    # then only with latency tests that see the queue rise too ...
     sparse_min_days: int = 3       # ... and on this many days to open (one run a day is a sample of one)
     alpha: float = 1e-3            # Mann-Whitney level
+    major_depth: float = 0.5       # severity: a trough this deep (a rise this share of the rest) is major ...
+    critical_depth: float = 0.8    # ... and this deep critical; shallower ones are warnings
     queue_seen_ms: float = 0.5     # busy-hour queueing, or a delay floor above its flanks, this much higher at
                                    # least shows a queue (owamp reports tenths of a ms; NTP moves a one-way delay by tenths)
     quiet_days: int = 2
@@ -398,7 +400,7 @@ class DiurnalDetector(Detector):
             what = f"95th-percentile queueing delay {found['busy_queue_ms']:.1f} ms vs {found['other_queue_ms']:.1f} ms"
         return self.open(
             "diurnal_saturation", start=found["first_t"], at=now,
-            severity=severity_for(found["depth"], 0.0, 0.5, 0.8), score=min(1.0, found["depth"] + 0.3),
+            severity=severity_for(found["depth"], 0.0, self.p.major_depth, self.p.critical_depth), score=min(1.0, found["depth"] + 0.3),
             summary=f"{'Daily delay rise' if found['signal'] == 'delay' else 'Daily saturation'} {busy}: {what} "
                     f"on {found['days']} days.",
             evidence={k: v for k, v in found.items() if k not in ("first_t", "last_day")} | {"busy_hours_utc": busy},
@@ -414,7 +416,7 @@ class DiurnalDetector(Detector):
         facts = {k: v for k, v in found.items() if k not in ("first_t", "last_day", "start_hour", "width_h", "days")}
         evidence = {**current.evidence, **facts, **self._corroboration(start, width),
                     "days_seen": self.days_seen}
-        severity = max(current.severity, severity_for(found["depth"], 0.0, 0.5, 0.8), key=SEVERITIES.index)
+        severity = max(current.severity, severity_for(found["depth"], 0.0, self.p.major_depth, self.p.critical_depth), key=SEVERITIES.index)
         head = current.summary.split(" Seen on ")[0]
         grown = current.grown(severity=severity, score=max(current.score, min(1.0, found["depth"] + 0.3)),
                               summary=f"{head} Seen on {self.days_seen} days.", evidence=evidence)

@@ -78,6 +78,8 @@ class LevelParams(Params):
     min_baseline: int = 6            # values needed before judging
     k_mad: float = 4.0               # MADs beyond the baseline that count as shifted
     tput_drop_frac: float = 0.3      # throughput below (1 - this) x baseline is low
+    drop_major: float = 0.5          # severity: a throughput drop of this share is major ...
+    drop_critical: float = 0.8       # ... and of this share critical; smaller ones are warnings
     k_tput: float = 2.5              # MADs below the throughput baseline that count as low
     tput_runs: int = 3               # low runs ...
     tput_span_s: float = 8 * 3600.0  # ... covering at least this long ...
@@ -227,7 +229,7 @@ class LevelDetector(Detector):
             if base > level * (1 + 2 * p.window_spread_max):
                 evidence["baseline_bps"] = round(base)
         return self.open(
-            "window_limited", start=self.window_since, at=obs.t, severity=severity_for(0.0, 0.0, 0.5, 0.8), score=0.5,
+            "window_limited", start=self.window_since, at=obs.t, severity="warning", score=0.5,   # (a host's buffer: a setting to fix, the path healthy)
             summary=f"Throughput flat at {level / 1e6:,.0f} Mb/s = {filled[0]} {reported / 1024:,.0f} KiB / RTT "
                     f"{rtt_ms:.0f} ms over {len(streak)} runs, {_retransmits_said(streak)}: the flow moves its whole "
                     f"{filled[0]} every round trip, a TCP window limit (an untuned host or a small buffer).",
@@ -345,7 +347,7 @@ class LevelDetector(Detector):
         }
         evidence.update(self._likely_cause(runs, base))
         score = min(1.0, drop / 0.8)
-        severity = severity_for(drop, 0.0, 0.5, 0.8)
+        severity = severity_for(drop, 0.0, self.p.drop_major, self.p.drop_critical)
         if window is not None:
             self.tput_kind = "window_limited"
             evidence.update(window)

@@ -86,6 +86,8 @@ class LossParams(Params):
     rate_floor: float = 1e-6        # reference loss rate never taken as lower than this
     alpha: float = 1e-6             # binomial test level for "more loss than the reference"
     min_rate: float = 1e-4          # loss after the change must reach this (0.01 %)
+    major_rate: float = 1e-3        # severity: loss at this rate (0.1 %) is major ...
+    critical_rate: float = 1e-2     # ... and at this rate (1 %) critical; lower rates are warnings
     rise_hours: int = 24            # a slow rise is judged over at least this many hours
     shape_margin: float = 3.0       # log-likelihood lead the ramp or the step needs to name the shape
     step_hours: int = 6             # a flat elevated rate this long is a step
@@ -590,7 +592,7 @@ class LossDetector(Detector):
             evidence["slope_pct_per_day"] = round(100 * per_day, 4)
             return self.open(
                 "rising_loss", start=first_loss_from(recent, ramp_start, p0), at=now,
-                severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+                severity=severity_for(rate2, 0.0, self.p.major_rate, self.p.critical_rate),
                 score=min(1.0, 0.5 + (ramp_llr - step_llr) / 20),
                 summary=f"Loss rising slowly: {100 * rate1:.3f} % → {100 * rate2:.3f} % over {len(after)} h "
                         f"(≈ {100 * per_day:+.3f} %/day) from a {100 * p0:.4f} % reference.",
@@ -602,7 +604,7 @@ class LossDetector(Detector):
             self.loss_kind, self.reference_rate = "loss_step", p0
             rate = lost / sent
             return self.open(
-                "loss_step", start=start, at=now, severity=severity_for(rate, 0.0, 1e-3, 1e-2),
+                "loss_step", start=start, at=now, severity=severity_for(rate, 0.0, self.p.major_rate, self.p.critical_rate),
                 score=min(1.0, 0.5 + (step_llr - ramp_llr) / 20),
                 summary=f"Loss stepped from {100 * p0:.4f} % to a steady {100 * rate:.3f} % at {from_epoch(start)}.",
                 evidence=evidence,
@@ -753,7 +755,7 @@ class LossDetector(Detector):
             return []
         rate = sum(b[1] for b in day) / sent
         current = self.episodes[kind]
-        return self.grow(kind, severity=severity_for(rate, 0.0, 1e-3, 1e-2), score=current.score,
+        return self.grow(kind, severity=severity_for(rate, 0.0, self.p.major_rate, self.p.critical_rate), score=current.score,
                          summary=f"{current.summary} Loss over the last day: {100 * rate:.3f} %.",
                          evidence={**current.evidence, "last_day_loss_pct": round(100 * rate, 4)})
 
@@ -786,7 +788,7 @@ class LossDetector(Detector):
         # The rise comes out before the step closes: a ticket system holding the step's ticket
         # adds the rise to it as its cause rather than resolving it and opening another.
         return self.open(
-            "rising_loss", start=step.start, at=now, severity=severity_for(rate2, 0.0, 1e-3, 1e-2),
+            "rising_loss", start=step.start, at=now, severity=severity_for(rate2, 0.0, self.p.major_rate, self.p.critical_rate),
             score=min(1.0, 0.5 + (ramp_llr - levels_llr) / 20),
             summary=f"Loss still rising since it stepped up at {from_epoch(step.start)}: {100 * rate1:.3f} % → "
                     f"{100 * rate2:.3f} % over {len(since)} h (≈ {100 * per_day:+.3f} %/day) "

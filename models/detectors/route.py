@@ -74,7 +74,7 @@ from dataclasses import dataclass
 
 from pathwatch.contract.timefmt import from_epoch
 from pathwatch.models.anomaly import Anomaly
-from pathwatch.models.base import Detector, severity_for
+from pathwatch.models.base import Detector
 from pathwatch.models.params import Params
 from pathwatch.models.observe import LatencyObs, ThroughputObs, TraceObs
 from pathwatch.models.window import median
@@ -741,7 +741,9 @@ class RouteDetector(Detector):
         score = min(1.0, 0.6 + (0.2 if as_changed else 0) + (0.2 if step is not None else 0))
         return self.open(
             "route_change", start=candidate.first, at=at,
-            severity=severity_for(score, 0.0, 0.75, 2.0), score=score,
+            # major when the AS path changed or the delay stepped with it; never critical alone (what
+            # it brings, loss or a slower path, carries its own severity)
+            severity="major" if as_changed or step is not None else "warning", score=score,
             summary=f"{level} route change at {where} ({len(old.hops)} → {len(candidate.hops)} hops{rtt}).",
             evidence=evidence,
         )
