@@ -17,6 +17,9 @@ relation                      when
 ============================  ==============================================================
 further step (same path)      one ``follows`` the other (its evidence names the other's id):
                               a latency shift that stepped on, or crossed its baseline
+back again (same path)        the same kind opening within ``rejoin_s`` after the other closed:
+                              the problem back soon after it cleared (one incident however long
+                              it lasts)
 consequence (same path)       one's kind is a known consequence of the other's
                               (:data:`CONSEQUENCES`) and their windows overlap (the cause's
                               widened by ``tolerance_s`` after its end: a route that reverts
@@ -114,14 +117,17 @@ class IncidentParams(Params):
     shifts the delay back). ``onset_window_s``: paths hurt by one element start within this of
     each other (detectors date onsets to the measurement cadence: hourly traces, throughput every
     few hours). ``adopt_before_s`` / ``daily_episode_s``: a diurnal saturation's daily symptoms
-    may precede its own start by this much, each lasting at most this long. ``retain_s``: a closed
-    anomaly is forgotten this long after its end (no relation reaches that far).
+    may precede its own start by this much, each lasting at most this long. ``rejoin_s``: the same
+    kind on the same path opening within this after an episode of it closed is that problem back
+    (a black hole that let two runs through, a loss that paused), not a new one. ``retain_s``: a
+    closed anomaly is forgotten this long after its end (no relation reaches that far).
     """
 
     tolerance_s: float = HOUR
     onset_window_s: float = 3 * HOUR
     adopt_before_s: float = 2 * 24 * HOUR
     daily_episode_s: float = 20 * HOUR
+    rejoin_s: float = 24 * HOUR
     retain_s: float = 7 * 24 * HOUR
 
 
@@ -247,6 +253,10 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
                  and a.evidence.get("ip_version") == b.evidence.get("ip_version"))
     if same_path and (a.evidence.get("follows") == b.id or b.evidence.get("follows") == a.id):
         return True
+    if same_path and a.kind == b.kind:
+        first, later = (a, b) if a.start <= b.start else (b, a)
+        if first.end is not None and later.start - first.end <= params.rejoin_s:
+            return True     # the same problem back soon after it cleared
     if (a.source == b.destination and a.destination == b.source and a.source != a.destination
             and a.evidence.get("ip_version") == b.evidence.get("ip_version")):
         # the reverse path: a delay change one way is in the other way's round trips

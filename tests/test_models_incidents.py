@@ -229,3 +229,13 @@ def test_a_route_change_one_way_explains_the_reverse_paths_delay_shift():
     assert related(route, make("latency_shift", "b", "a", T0 + 1200, evidence={"step_ms": 8.0}), params)
     over = make("route_change", "a", "b", T0, end=T0 + HOUR)
     assert not related(over, make("latency_shift", "b", "a", T0 + 3 * DAY, evidence={"step_ms": 8.0}), params)
+
+
+def test_a_problem_back_within_a_day_of_clearing_is_the_same_incident():
+    """A black hole that let two clean runs through and came back 6 hours later: one incident;
+    back 3 days later: a new one."""
+    params = IncidentParams()
+    first = make("mtu_blackhole", "a", "b", T0, end=T0 + 5 * DAY)
+    assert related(first, make("mtu_blackhole", "a", "b", T0 + 5 * DAY + 6 * HOUR), params)
+    assert not related(first, make("mtu_blackhole", "a", "b", T0 + 8 * DAY), params)
+    assert not related(first, make("loss_step", "a", "b", T0 + 5 * DAY + 6 * HOUR), params)
