@@ -44,6 +44,21 @@ def anomaly_id(kind: str, source: str | None, destination: str | None, start: fl
     return str(uuid.uuid5(PATHWATCH_NAMESPACE, key))
 
 
+def _said_for(family: int | None, summary: str, evidence: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``summary`` and ``evidence`` saying the address family of an IPv6 path's anomaly (unchanged
+    for the other path: ``family`` None).
+
+    >>> _said_for(6, "Loss stepped.", {})
+    ('IPv6: Loss stepped.', {'ip_version': 6})
+    >>> _said_for(6, "IPv6: Loss stepped.", {"ip_version": 6})[0]
+    'IPv6: Loss stepped.'
+    """
+    if family is None:
+        return summary, evidence
+    said = f"IPv{family}: "
+    return (summary if summary.startswith(said) else said + summary), {**evidence, "ip_version": family}
+
+
 @dataclass(frozen=True)
 class Anomaly:
     """One anomaly episode on one path. Times are Unix seconds in memory, RFC 3339 in JSON."""
@@ -86,9 +101,7 @@ class Anomaly:
         if severity not in SEVERITIES:
             raise ValueError(f"severity: unknown severity {severity!r}")
         aid = anomaly_id(kind, source, destination, start, family)
-        if family is not None:
-            evidence = {**evidence, "ip_version": family}
-            summary = f"IPv{family}: {summary}"
+        summary, evidence = _said_for(family, summary, evidence)
         return cls(
             id=aid,
             kind=kind,
@@ -120,11 +133,7 @@ class Anomaly:
     def grown(self, *, severity: str, score: float, summary: str, evidence: dict[str, Any]) -> Anomaly:
         """The same episode with new severity, score, summary and evidence (an IPv6 path's keeps
         saying so)."""
-        family = self.evidence.get("ip_version")
-        if family is not None:
-            evidence = {**evidence, "ip_version": family}
-            if not summary.startswith(f"IPv{family}: "):
-                summary = f"IPv{family}: {summary}"
+        summary, evidence = _said_for(self.evidence.get("ip_version"), summary, evidence)
         return replace(self, severity=severity, score=round(float(score), 4), summary=summary, evidence=evidence)
 
     def closed(self, end: float, evidence: dict[str, Any] | None = None) -> Anomaly:

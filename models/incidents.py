@@ -210,17 +210,9 @@ def problem_keys(anomaly: Mapping[str, Any]) -> list[str]:
     return [f"{kind}|path:{path_key(source, destination)}" + (f"|ipv{family}" if family else "")]
 
 
-def explains(cause: str, consequence: str) -> bool:
-    """Whether ``cause`` is known to bring ``consequence`` on its path.
-
-    >>> explains("route_change", "latency_shift"), explains("latency_shift", "route_change")
-    (True, False)
-    """
-    return consequence in CONSEQUENCES.get(cause, ())
-
-
 def _brings(cause: Anomaly, other: Anomaly, table: dict[str, frozenset[str]]) -> bool:
-    """Whether ``cause`` brings ``other`` by ``table``: a delay shift slows TCP only when the delay rose."""
+    """Whether ``cause`` is known to bring ``other`` by ``table`` (:data:`CONSEQUENCES` on its path,
+    :data:`REVERSE_CONSEQUENCES` on the reverse): a delay shift slows TCP only when the delay rose."""
     if other.kind not in table.get(cause.kind, ()):
         return False
     return cause.kind != "latency_shift" or (cause.evidence.get("step_ms") or 0.0) > 0
@@ -249,16 +241,15 @@ def related(a: Anomaly, b: Anomaly, params: IncidentParams) -> bool:
     if a.id == b.id:
         return False
     # (a host pair's IPv6 path is a path of its own: its anomalies say ip_version 6)
-    same_path = (a.source == b.source and a.destination == b.destination
-                 and a.evidence.get("ip_version") == b.evidence.get("ip_version"))
+    same_family = a.evidence.get("ip_version") == b.evidence.get("ip_version")
+    same_path = same_family and a.source == b.source and a.destination == b.destination
     if same_path and (a.evidence.get("follows") == b.id or b.evidence.get("follows") == a.id):
         return True
     if same_path and a.kind == b.kind:
         first, later = (a, b) if a.start <= b.start else (b, a)
         if first.end is not None and later.start - first.end <= params.rejoin_s:
             return True     # the same problem back soon after it cleared
-    if (a.source == b.destination and a.destination == b.source and a.source != a.destination
-            and a.evidence.get("ip_version") == b.evidence.get("ip_version")):
+    if same_family and a.source == b.destination and a.destination == b.source and a.source != a.destination:
         # the reverse path: a delay change one way is in the other way's round trips
         for cause, other in ((a, b), (b, a)):
             if _brings(cause, other, REVERSE_CONSEQUENCES) and _overlap(cause, other, params.tolerance_s):
