@@ -242,8 +242,9 @@ def _scratch_database(home: Path, current: dict):
 
 
 def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, current):
-    """sql/007 on a scratch database: the rollup tables' rows survive it; then every new measurement
-    row, and only a new one, is added to its path-hour (a duplicate upsert is not counted)."""
+    """sql/007 on a scratch database: the rollup tables' rows survive it; then (sql/011's triggers
+    per statement) every new measurement row, and only a new one, is added to its path-hour (a
+    duplicate upsert is not counted), one row a statement or several."""
     import psycopg
 
     from pathwatch.db.migrate import migrate
@@ -278,6 +279,18 @@ def test_rollups_carry_the_old_tables_and_count_each_stored_row_once(home, curre
             day = connection.execute("""SELECT throughput_runs, throughput_failed, throughput_mean_bps, trace_runs,
                 distinct_paths, hop_count_max, unreached FROM path_daily WHERE bucket = '2026-01-02 00:00Z'""").fetchone()
             assert day == (3, 1, 2e6, 3, 2, 7, 1)
+            # One statement of several rows (the store job's batches, rewritten by the JDBC driver)
+            # whose first row is stored already: the rows it inserted count, that one not again.
+            insert = """INSERT INTO latency (time, id, source, destination, format, tool, one_way, succeeded,
+                delay_min_ms, packets_sent, packets_lost) VALUES {}
+                ON CONFLICT (id, time) DO UPDATE SET delay_min_ms = excluded.delay_min_ms"""
+            row = "('2026-01-01 11:30Z', %s, 'a', 'b', 'owping', 'owping', true, true, %s, 600, %s)"
+            connection.execute(insert.format(row), [uuid.UUID(int=10), 10.0, 10])
+            connection.execute(insert.format(", ".join([row] * 3)),
+                               [value for n in (10, 11, 12) for value in (uuid.UUID(int=n), float(n), n)])
+            hour = connection.execute("""SELECT latency_runs, delay_min_ms, packets_sent, packets_lost
+                FROM path_hourly WHERE bucket = '2026-01-01 11:00Z'""").fetchone()
+            assert hour == (3, 10.0, 1800, 33)
 
 
 def test_routes_keep_their_first_row_and_write_its_hops_once(home, current):
